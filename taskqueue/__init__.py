@@ -1,0 +1,23 @@
+"""taskqueue: a durable task queue in PostgreSQL.
+
+Priorities, resource-fit claims, concurrency pools, leases with fencing
+tokens, retries and delays; every state change is one transaction.
+"""
+
+from .errors import LeaseLost, Permanent, Retry, TaskQueueError, ValidationError
+from .network import network_pool
+from .queue import TaskQueue
+from .task import Pool, Task
+
+__all__ = [
+    "LeaseLost",
+    "Permanent",
+    "Pool",
+    "Retry",
+    "Task",
+    "TaskQueue",
+    "TaskQueueError",
+    "ValidationError",
+    "network_pool",
+]
+__version__ = "0.1.0"

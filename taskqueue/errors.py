@@ -1,0 +1,49 @@
+"""Exceptions raised by taskqueue.
+
+Every error a caller can act on derives from :class:`TaskQueueError`, so one
+``except`` clause covers the library. ``ValidationError`` is also a
+``ValueError`` because it always means "the argument you passed is wrong".
+"""
+
+from __future__ import annotations
+
+
+class TaskQueueError(Exception):
+    """Base class of every error raised by taskqueue."""
+
+
+class ValidationError(TaskQueueError, ValueError):
+    """Bad input; raised before anything is written. ``field`` names the culprit."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class LeaseLost(TaskQueueError):
+    """The claim behind a task handle is no longer current.
+
+    Raised by heartbeat/complete/fail when the task was rescued after its lease
+    expired, or already finished. Nothing was changed.
+    """
+
+    def __init__(self, task_id: int, action: str) -> None:
+        self.task_id = task_id
+        self.action = action
+        super().__init__(
+            f"task {task_id}: cannot {action}: this claim is no longer current "
+            "(the lease expired and the task was rescued, or it already finished)"
+        )
+
+
+class Retry(TaskQueueError):
+    """Raised by a handler to ask for a retry after ``in_`` seconds (default backoff if None)."""
+
+    def __init__(self, in_: float | None = None, reason: str = "retry requested") -> None:
+        self.in_ = in_
+        self.reason = reason
+        super().__init__(reason if in_ is None else f"{reason} (in {in_} s)")
+
+
+class Permanent(TaskQueueError):
+    """Raised by a handler to fail its task with no further attempts."""

@@ -1,0 +1,53 @@
+"""Runs the Alembic revisions, from a checkout or from an installed wheel.
+
+The revisions ship inside the package as ``taskqueue._migrations`` (mapped
+from the top-level ``migrations/`` folder), so ``TaskQueue.migrate()`` needs
+no checkout. A transaction-scoped advisory lock per schema serialises
+concurrent callers; the second one finds the schema at head and does nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+from .store import Store
+
+
+def migration_lock_key(schema: str) -> int:
+    digest = hashlib.blake2b(f"taskqueue.migrate:{schema}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def script_location() -> str:
+    spec = importlib.util.find_spec("taskqueue._migrations")
+    if spec is not None and spec.submodule_search_locations:
+        return str(Path(list(spec.submodule_search_locations)[0]))
+    checkout = Path(__file__).resolve().parent.parent / "migrations"
+    if (checkout / "env.py").exists():
+        return str(checkout)
+    raise RuntimeError("taskqueue's migrations are missing from this installation")
+
+
+def alembic_config(connection: sa.Connection | None, schema: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", script_location())
+    cfg.attributes["connection"] = connection
+    cfg.attributes["schema"] = schema
+    return cfg
+
+
+def lock_for_migration(connection: sa.Connection, schema: str) -> None:
+    Store(schema).advisory_xact_lock(connection, migration_lock_key(schema))
+
+
+def upgrade(engine: sa.Engine, schema: str, revision: str = "head") -> None:
+    with engine.connect() as conn:
+        lock_for_migration(conn, schema)
+        command.upgrade(alembic_config(conn, schema), revision)
+        conn.commit()

@@ -1,0 +1,119 @@
+"""The schema as typed SQLAlchemy models; the migrations must build exactly this.
+
+Tables carry no schema name: every connection sets ``search_path`` to the
+queue's schema, so one set of models serves any schema name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    Double,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    Text,
+    Uuid,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Kept as one literal so the partial indexes and the claim SQL cannot drift apart.
+ACTIVE_STATES_SQL = "state IN ('queued', 'scheduled', 'running')"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TaskRow(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (
+        CheckConstraint(
+            "state IN ('queued', 'scheduled', 'running', 'done', 'failed', 'cancelled')", name="state_known"
+        ),
+        CheckConstraint("required >= 0", name="required_nonnegative"),
+        CheckConstraint("max_attempts >= 1", name="max_attempts_positive"),
+        CheckConstraint("attempts >= 0 AND attempts <= max_attempts", name="attempts_in_range"),
+        CheckConstraint("char_length(queue) BETWEEN 1 AND 200", name="queue_length"),
+        CheckConstraint("pool IS NULL OR char_length(pool) BETWEEN 1 AND 200", name="pool_length"),
+        CheckConstraint(
+            "state <> 'running' OR (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL AND worker IS NOT NULL)",
+            name="running_has_lease",
+        ),
+        CheckConstraint(
+            "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
+        ),
+        # The claim index: one probe per (queue, priority, required level).
+        Index(
+            "ix_tasks_claim",
+            "queue",
+            "priority",
+            "required",
+            "id",
+            postgresql_where=text("state = 'queued'"),
+        ),
+        Index("ix_tasks_scheduled", "run_at", postgresql_where=text("state = 'scheduled'")),
+        Index("ix_tasks_running", "lease_expires_at", postgresql_where=text("state = 'running'")),
+        Index("ix_tasks_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")),
+        Index(
+            "uq_tasks_dedupe",
+            "queue",
+            "dedupe_key",
+            unique=True,
+            postgresql_where=text(f"dedupe_key IS NOT NULL AND {ACTIVE_STATES_SQL}"),
+        ),
+        {"comment": "One row per task. Claimable rows are state = 'queued'; see ix_tasks_claim."},
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True, comment="Task id; FIFO order within a priority.")
+    queue: Mapped[str] = mapped_column(Text, comment="Queue name; workers serve a set of queues.")
+    payload: Mapped[Any] = mapped_column(JSONB, comment="The task's arguments, as JSON.")
+    priority: Mapped[int] = mapped_column(Integer, comment="Lower is claimed first (signed 32-bit).")
+    required: Mapped[int] = mapped_column(Integer, comment="Resources the task needs; a claim takes it only if required <= available.")
+    pool: Mapped[str | None] = mapped_column(Text, comment="Concurrency pool (e.g. a /24 network); limits live in pools.")
+    state: Mapped[str] = mapped_column(Text, comment="queued, scheduled (run_at in the future), running, done, failed or cancelled.")
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"), comment="Claims so far, the current one included.")
+    max_attempts: Mapped[int] = mapped_column(Integer, comment="Claims allowed in all, the first run included.")
+    run_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="Earliest time the task may run.")
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="When it was enqueued.")
+    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When the current or last claim took it.")
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When it reached done, failed or cancelled.")
+    worker: Mapped[str | None] = mapped_column(Text, comment="Name of the worker holding or last holding it.")
+    lease_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, comment="Fresh per claim; heartbeat/complete/fail must present it.")
+    lease_seconds: Mapped[float | None] = mapped_column(Double, comment="Lease length of the current claim; heartbeats extend by this.")
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="Past this time the task may be rescued.")
+    cancel_requested: Mapped[bool] = mapped_column(server_default=text("false"), comment="Set by cancel() on a running task; seen on heartbeat.")
+    dedupe_key: Mapped[str | None] = mapped_column(Text, comment="While the task is active, enqueue with the same (queue, key) returns this id.")
+    result: Mapped[Any | None] = mapped_column(JSONB, comment="The handler's return value.")
+    error: Mapped[str | None] = mapped_column(Text, comment="Text of the last failure.")
+
+
+class PoolRow(Base):
+    __tablename__ = "pools"
+    __table_args__ = (
+        CheckConstraint("running >= 0", name="running_nonnegative"),
+        CheckConstraint("running_limit IS NULL OR running_limit >= 0", name="limit_nonnegative"),
+        CheckConstraint("char_length(name) BETWEEN 1 AND 200", name="name_length"),
+        {"comment": "Concurrency pools. running is exact at every commit: it changes in the same transaction as the task."},
+    )
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True, comment="Pool name, as given in tasks.pool.")
+    running_limit: Mapped[int | None] = mapped_column(Integer, comment="Most running tasks allowed at once; NULL means no limit.")
+    running: Mapped[int] = mapped_column(Integer, server_default=text("0"), comment="Tasks of this pool in state running, exactly.")

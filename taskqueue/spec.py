@@ -1,0 +1,232 @@
+"""Validation of user input into frozen specs, before any SQL runs.
+
+Everything that reaches :mod:`taskqueue.store` has passed through here, so the
+store can trust its arguments and a bad batch is rejected whole.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ValidationError
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+MAX_NAME_LENGTH = 200
+#: Largest accepted payload, measured as its compact JSON encoding in UTF-8.
+MAX_PAYLOAD_BYTES = 1024 * 1024
+#: Largest accepted error text; longer texts are cut, never rejected, because
+#: they come from exceptions the caller does not control.
+MAX_ERROR_LENGTH = 10_000
+MAX_DELAY_SECONDS = 10 * 365 * 24 * 3600.0
+MAX_LEASE_SECONDS = 7 * 24 * 3600.0
+ORDERS = ("min", "max")
+
+ENQUEUE_KEYS = frozenset(
+    {"payload", "queue", "priority", "required", "pool", "run_at", "delay", "max_attempts", "dedupe_key"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """A validated task, ready to insert. ``payload_json`` is the encoded payload."""
+
+    payload_json: str
+    queue: str
+    priority: int
+    required: int
+    pool: str | None
+    run_at: dt.datetime | None
+    delay: float | None
+    max_attempts: int
+    dedupe_key: str | None
+
+
+def _check_json(value: Any, path: str, depth: int = 0) -> None:
+    if depth > 100:
+        raise ValidationError(path, "nested deeper than 100 levels")
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValidationError(path, "strings may not contain \\u0000 (PostgreSQL jsonb rejects it)")
+        return
+    if isinstance(value, int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(path, f"{value!r} is not valid JSON (NaN and Infinity are rejected)")
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_json(item, f"{path}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(path, f"object keys must be str, got {type(key).__name__} {key!r}")
+            if "\x00" in key:
+                raise ValidationError(path, "object keys may not contain \\u0000")
+            _check_json(item, f"{path}.{key}", depth + 1)
+        return
+    raise ValidationError(path, f"{type(value).__name__} is not JSON (use dict, list, str, int, float, bool or None)")
+
+
+def encode_json(value: Any, field: str, limit: int = MAX_PAYLOAD_BYTES) -> str:
+    """Check that ``value`` is strict JSON and encode it compactly."""
+    _check_json(value, field)
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        raise ValidationError(field, f"{size} bytes encoded, over the limit of {limit} bytes")
+    return text
+
+
+def check_int(value: Any, field: str, *, minimum: int = INT32_MIN, maximum: int = INT32_MAX) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be an integer, got {type(value).__name__} {value!r}")
+    if value < minimum or value > maximum:
+        raise ValidationError(field, f"{value} is outside [{minimum}, {maximum}]")
+    return int(value)
+
+
+def check_number(value: Any, field: str, *, minimum: float, maximum: float, strict_min: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(field, f"must be a number of seconds, got {type(value).__name__} {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValidationError(field, f"must be finite, got {value!r}")
+    if strict_min and number <= minimum:
+        raise ValidationError(field, f"must be > {minimum:g}, got {value!r}")
+    if number < minimum:
+        raise ValidationError(field, f"must be >= {minimum:g}, got {value!r}")
+    if number > maximum:
+        raise ValidationError(field, f"must be <= {maximum:g}, got {value!r}")
+    return number
+
+
+def check_name(value: Any, field: str) -> str:
+    """Queue, pool, worker and dedupe names: non-empty printable text up to 200 characters."""
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, got {type(value).__name__} {value!r}")
+    if value == "" or value.strip() == "":
+        raise ValidationError(field, "must not be empty or blank")
+    if len(value) > MAX_NAME_LENGTH:
+        raise ValidationError(field, f"is {len(value)} characters long, over the limit of {MAX_NAME_LENGTH}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValidationError(field, "must not contain control characters")
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+        raise ValidationError(field, "must not contain unpaired surrogates")
+    return value
+
+
+def check_optional_name(value: Any, field: str) -> str | None:
+    return None if value is None else check_name(value, field)
+
+
+def check_available(value: Any) -> int | None:
+    if value is None:
+        return None
+    return check_int(value, "available", minimum=0, maximum=2**62)
+
+
+def check_order(value: Any) -> str:
+    if value not in ORDERS:
+        raise ValidationError("order", f"must be 'min' or 'max', got {value!r}")
+    return value
+
+
+def check_lease(value: Any, field: str = "lease") -> float:
+    return check_number(value, field, minimum=0.0, maximum=MAX_LEASE_SECONDS, strict_min=True)
+
+
+def check_queues(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise ValidationError("queues", "must be a list of queue names, not a single string")
+    try:
+        items = list(value)
+    except TypeError:
+        raise ValidationError("queues", f"must be a list of queue names, got {type(value).__name__}") from None
+    if not items:
+        raise ValidationError("queues", "must not be empty (pass None for every queue)")
+    return sorted({check_name(q, "queues") for q in items})
+
+
+def check_task_id(value: Any) -> int:
+    return check_int(value, "task_id", minimum=1, maximum=2**63 - 1)
+
+
+def check_pool_limit(value: Any) -> int | None:
+    if value is None:
+        return None
+    return check_int(value, "limit", minimum=0)
+
+
+def check_error_text(value: Any) -> str:
+    if isinstance(value, BaseException):
+        text = f"{type(value).__name__}: {value}"
+    elif isinstance(value, str):
+        text = value
+    else:
+        raise ValidationError("error", f"must be a str or an exception, got {type(value).__name__}")
+    text = text.replace("\x00", "\\u0000")
+    return text[:MAX_ERROR_LENGTH]
+
+
+def build_spec(
+    payload: Any,
+    *,
+    queue: Any = "default",
+    priority: Any = 0,
+    required: Any = 0,
+    pool: Any = None,
+    run_at: Any = None,
+    delay: Any = None,
+    max_attempts: Any = 3,
+    dedupe_key: Any = None,
+) -> TaskSpec:
+    """Validate the arguments of ``enqueue``; raise ``ValidationError`` naming the field."""
+    payload_json = encode_json(payload, "payload")
+    queue = check_name(queue, "queue")
+    priority = check_int(priority, "priority")
+    required = check_int(required, "required", minimum=0)
+    pool = check_optional_name(pool, "pool")
+    max_attempts = check_int(max_attempts, "max_attempts", minimum=1, maximum=1000)
+    dedupe_key = check_optional_name(dedupe_key, "dedupe_key")
+    if run_at is not None and delay is not None:
+        raise ValidationError("run_at", "give run_at or delay, not both")
+    if run_at is not None:
+        if not isinstance(run_at, dt.datetime):
+            raise ValidationError("run_at", f"must be a datetime, got {type(run_at).__name__}")
+        if run_at.tzinfo is None or run_at.tzinfo.utcoffset(run_at) is None:
+            raise ValidationError("run_at", "must be timezone-aware (naive datetimes are ambiguous)")
+    if delay is not None:
+        delay = check_number(delay, "delay", minimum=0.0, maximum=MAX_DELAY_SECONDS)
+    return TaskSpec(payload_json, queue, priority, required, pool, run_at, delay, max_attempts, dedupe_key)
+
+
+def build_spec_from_mapping(spec: Any, index: int) -> TaskSpec:
+    """Validate one entry of ``enqueue_many``; errors name the entry's index."""
+    if not isinstance(spec, Mapping):
+        raise ValidationError(f"specs[{index}]", f"must be a mapping, got {type(spec).__name__}")
+    unknown = sorted(str(k) for k in spec.keys() if k not in ENQUEUE_KEYS)
+    if unknown:
+        raise ValidationError(f"specs[{index}]", f"unknown key(s) {', '.join(unknown)}")
+    if "payload" not in spec:
+        raise ValidationError(f"specs[{index}].payload", "is missing")
+    kwargs = dict(spec)
+    payload = kwargs.pop("payload")
+    try:
+        return build_spec(payload, **kwargs)
+    except ValidationError as exc:
+        raise ValidationError(f"specs[{index}].{exc.field}", str(exc).split(": ", 1)[1]) from None
+
+#: States accepted by filters; mirrors taskqueue.task.STATES.
+STATES_FILTER = ("queued", "scheduled", "running", "done", "failed", "cancelled")

@@ -1,0 +1,312 @@
+-- The named statements of taskqueue. Only taskqueue/store.py runs them.
+-- Tables are unqualified: each connection's search_path is the queue schema.
+-- Every value is a bound parameter; no name is ever pasted into SQL.
+
+-- name: insert_task
+-- One task. The partial unique index makes a concurrent enqueue with the
+-- same active dedupe key insert nothing; the caller then looks the task up.
+-- The ON CONFLICT target repeats the index predicate, as PostgreSQL requires.
+INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key)
+SELECT :queue, CAST(:payload AS jsonb), :priority, :required, :pool,
+       CASE WHEN r.at > now() THEN 'scheduled' ELSE 'queued' END,
+       :max_attempts, r.at, :dedupe_key
+  FROM (SELECT COALESCE(CAST(:run_at AS timestamptz),
+                        now() + make_interval(secs => COALESCE(CAST(:delay AS double precision), 0))) AS at) r
+ON CONFLICT (queue, dedupe_key)
+   WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'scheduled', 'running')
+   DO NOTHING
+RETURNING id, state, run_at;
+
+-- name: insert_tasks
+-- A batch from parallel arrays, one round trip. Ids are drawn in the order of
+-- the arrays (ORDER BY ord), so sorting the returned ids restores that order.
+INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key)
+SELECT s.queue, CAST(s.payload AS jsonb), s.priority, s.required, s.pool,
+       CASE WHEN s.at > now() THEN 'scheduled' ELSE 'queued' END,
+       s.max_attempts, s.at, s.dedupe_key
+  FROM (SELECT u.*, COALESCE(u.run_at, now() + make_interval(secs => COALESCE(u.delay, 0))) AS at
+          FROM unnest(CAST(:queues AS text[]), CAST(:payloads AS text[]), CAST(:priorities AS integer[]),
+                      CAST(:requireds AS integer[]), CAST(:pools AS text[]), CAST(:max_attempts AS integer[]),
+                      CAST(:run_ats AS timestamptz[]), CAST(:delays AS double precision[]),
+                      CAST(:dedupe_keys AS text[]))
+               WITH ORDINALITY AS u(queue, payload, priority, required, pool, max_attempts, run_at, delay, dedupe_key, ord)
+         ORDER BY u.ord) s
+ ORDER BY s.ord
+ON CONFLICT (queue, dedupe_key)
+   WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'scheduled', 'running')
+   DO NOTHING
+RETURNING id, queue, dedupe_key;
+
+-- name: find_active_dedupe
+-- The active task that holds a dedupe key, if any.
+SELECT id FROM tasks
+ WHERE queue = :queue AND dedupe_key = :dedupe_key
+   AND dedupe_key IS NOT NULL AND state IN ('queued', 'scheduled', 'running');
+
+-- name: find_active_dedupes
+-- The active tasks that hold any of these (queue, dedupe key) pairs.
+SELECT t.id, t.queue, t.dedupe_key
+  FROM unnest(CAST(:queues AS text[]), CAST(:dedupe_keys AS text[])) AS k(queue, dedupe_key)
+  JOIN tasks t ON t.queue = k.queue AND t.dedupe_key = k.dedupe_key
+ WHERE t.dedupe_key IS NOT NULL AND t.state IN ('queued', 'scheduled', 'running');
+
+-- name: notify_wakeup
+-- One signal per transaction, no data: listeners just claim again.
+-- PostgreSQL delivers it at commit and folds duplicates within a transaction.
+SELECT pg_notify(:channel, '');
+
+-- name: claim_tasks
+-- The resource-fit claim; see migrations/versions/0001_claim_tasks.sql.
+SELECT id, queue, payload, priority, required, pool, state, attempts, max_attempts,
+       run_at, created_at, worker, lease_expires_at, result, error, dedupe_key,
+       started_at, finished_at, cancel_requested, lease_seconds, lease_token
+  FROM claim_tasks(CAST(:available AS bigint), CAST(:limit AS integer), CAST(:queues AS text[]),
+                   CAST(:worker AS text), CAST(:lease AS double precision), CAST(:descending AS boolean));
+
+-- name: heartbeat_task
+-- Extends a lease only for the holder of the current claim (token match).
+-- No row back means the lease is lost.
+UPDATE tasks
+   SET lease_expires_at = now() + make_interval(secs => COALESCE(CAST(:lease AS double precision), lease_seconds))
+ WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+RETURNING lease_expires_at, cancel_requested;
+
+-- name: heartbeat_tasks
+-- Batched heartbeat for a worker's running tasks: one round trip.
+-- Rows missing from the result have lost their lease.
+UPDATE tasks t
+   SET lease_expires_at = now() + make_interval(secs => COALESCE(CAST(:lease AS double precision), t.lease_seconds))
+  FROM unnest(CAST(:ids AS bigint[]), CAST(:tokens AS uuid[])) AS h(id, token)
+ WHERE t.id = h.id AND t.lease_token = h.token AND t.state = 'running'
+RETURNING t.id, t.lease_expires_at, t.cancel_requested;
+
+-- name: complete_task
+-- Ends the current claim as done (or cancelled if cancel was requested) and
+-- releases its pool slot in the same statement. The slot is released only
+-- when the task row matched, so a second completion releases nothing.
+WITH done AS (
+    UPDATE tasks
+       SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,
+           result = CAST(:result AS jsonb),
+           finished_at = now(),
+           lease_token = NULL,
+           lease_expires_at = NULL
+     WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+    RETURNING id, state, pool
+), released AS (
+    UPDATE pools p SET running = p.running - 1
+      FROM done WHERE p.name = done.pool
+    RETURNING p.running, p.running_limit
+)
+SELECT done.id, done.state,
+       COALESCE((SELECT r.running_limit IS NOT NULL AND r.running + 1 >= r.running_limit FROM released r), false)
+           AS freed_full_pool
+  FROM done;
+
+-- name: fail_task
+-- Ends the current claim with an error: a retry at now() + retry_in while
+-- attempts remain and retry is allowed, else failed (or cancelled if a cancel
+-- was requested). Releases the pool slot in the same statement.
+WITH failed AS (
+    UPDATE tasks
+       SET state = CASE
+                     WHEN cancel_requested THEN 'cancelled'
+                     WHEN CAST(:retry AS boolean) AND attempts < max_attempts THEN
+                          CASE WHEN CAST(:retry_in AS double precision) > 0 THEN 'scheduled' ELSE 'queued' END
+                     ELSE 'failed'
+                   END,
+           run_at = CASE
+                      WHEN NOT cancel_requested AND CAST(:retry AS boolean) AND attempts < max_attempts
+                        THEN now() + make_interval(secs => CAST(:retry_in AS double precision))
+                      ELSE run_at
+                    END,
+           finished_at = CASE
+                           WHEN NOT cancel_requested AND CAST(:retry AS boolean) AND attempts < max_attempts THEN NULL
+                           ELSE now()
+                         END,
+           error = :error,
+           lease_token = NULL,
+           lease_expires_at = NULL
+     WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+    RETURNING id, state, pool, run_at
+), released AS (
+    UPDATE pools p SET running = p.running - 1
+      FROM failed WHERE p.name = failed.pool
+    RETURNING p.running, p.running_limit
+)
+SELECT failed.id, failed.state, failed.run_at,
+       COALESCE((SELECT r.running_limit IS NOT NULL AND r.running + 1 >= r.running_limit FROM released r), false)
+           AS freed_full_pool
+  FROM failed;
+
+-- name: requeue_task
+-- Gives a running task back without using up an attempt (worker shutdown
+-- after its grace period). Token-checked; releases the pool slot.
+WITH back AS (
+    UPDATE tasks
+       SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+           finished_at = CASE WHEN cancel_requested THEN now() ELSE NULL END,
+           attempts = GREATEST(attempts - 1, 0),
+           run_at = now(),
+           error = :error,
+           lease_token = NULL,
+           lease_expires_at = NULL
+     WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+    RETURNING id, state, pool
+), released AS (
+    UPDATE pools p SET running = p.running - 1
+      FROM back WHERE p.name = back.pool
+    RETURNING p.name
+)
+SELECT back.id, back.state, (SELECT count(*) FROM released) AS released FROM back;
+
+-- name: rescue_expired_tasks
+-- Every running task whose lease has expired, re-checked under the row lock
+-- (FOR UPDATE re-evaluates the WHERE on the newest row version), goes back to
+-- queued, or to failed when its attempts are used up. Rows held by a
+-- concurrent completion are skipped: that completion wins. The caller then
+-- releases the returned pools, locking them in name order.
+WITH expired AS (
+    SELECT id FROM tasks
+     WHERE state = 'running' AND lease_expires_at < now()
+     ORDER BY id
+     FOR UPDATE SKIP LOCKED
+), rescued AS (
+    UPDATE tasks t
+       SET state = CASE
+                     WHEN t.cancel_requested THEN 'cancelled'
+                     WHEN t.attempts >= t.max_attempts THEN 'failed'
+                     ELSE 'queued'
+                   END,
+           finished_at = CASE WHEN t.cancel_requested OR t.attempts >= t.max_attempts THEN now() ELSE NULL END,
+           run_at = now(),
+           error = 'lease expired at ' || t.lease_expires_at::text || ' (worker ' || t.worker || ')',
+           lease_token = NULL,
+           lease_expires_at = NULL
+      FROM expired
+     WHERE t.id = expired.id AND t.state = 'running' AND t.lease_expires_at < now()
+    RETURNING t.id, t.pool, t.state
+)
+SELECT id, pool, state FROM rescued;
+
+-- name: lock_pools
+-- Locks pool rows in name order, so transactions that release several pools
+-- cannot deadlock with each other.
+SELECT name FROM pools WHERE name = ANY (CAST(:names AS text[])) ORDER BY name FOR UPDATE;
+
+-- name: release_pools
+-- Takes counts off pools already locked by lock_pools.
+UPDATE pools p SET running = p.running - r.n
+  FROM unnest(CAST(:names AS text[]), CAST(:counts AS integer[])) AS r(name, n)
+ WHERE p.name = r.name
+RETURNING p.name, p.running, p.running_limit;
+
+-- name: cancel_task
+-- Queued or scheduled: cancelled now. Running: a request the holder sees on
+-- its next heartbeat; its complete/fail then ends the task cancelled.
+UPDATE tasks
+   SET state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,
+       finished_at = CASE WHEN state = 'running' THEN finished_at ELSE now() END,
+       cancel_requested = true
+ WHERE id = :id AND state IN ('queued', 'scheduled', 'running')
+RETURNING id, state;
+
+-- name: get_task
+-- A scheduled task whose run_at has passed is reported as queued: it is
+-- claimable, and the next claim will promote it.
+SELECT id, queue, payload, priority, required, pool,
+       CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END AS state,
+       attempts, max_attempts, run_at, created_at, worker, lease_expires_at, result, error,
+       dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, NULL::uuid AS lease_token
+  FROM tasks WHERE id = :id;
+
+-- name: list_tasks
+-- Newest first, filtered by state and queue when given.
+SELECT id, queue, payload, priority, required, pool,
+       CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END AS state,
+       attempts, max_attempts, run_at, created_at, worker, lease_expires_at, result, error,
+       dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, NULL::uuid AS lease_token
+  FROM tasks
+ WHERE (CAST(:state AS text) IS NULL
+        OR CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END = CAST(:state AS text))
+   AND (CAST(:queue AS text) IS NULL OR queue = CAST(:queue AS text))
+ ORDER BY id DESC
+ LIMIT :limit;
+
+-- name: ensure_pools
+-- Pool rows exist before their tasks can be claimed, so the claim only ever
+-- updates pool rows and never waits on another transaction's insert.
+INSERT INTO pools (name) SELECT DISTINCT unnest(CAST(:names AS text[])) ORDER BY 1
+ON CONFLICT (name) DO NOTHING;
+
+-- name: set_pool_limit
+-- Upsert of the limit only; running is never written here.
+INSERT INTO pools (name, running_limit) VALUES (:name, :limit)
+ON CONFLICT (name) DO UPDATE SET running_limit = EXCLUDED.running_limit;
+
+-- name: list_pools
+-- Pools that have a limit or running tasks.
+SELECT name, running_limit, running FROM pools
+ WHERE running_limit IS NOT NULL OR running > 0
+ ORDER BY name;
+
+-- name: get_pool
+SELECT name, running_limit, running FROM pools WHERE name = :name;
+
+-- name: count_by_state
+SELECT CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END AS state,
+       count(*) AS n
+  FROM tasks GROUP BY 1;
+
+-- name: count_waiting_by_queue_priority
+SELECT queue, priority, count(*) AS n,
+       EXTRACT(EPOCH FROM now() - min(run_at)) AS oldest_wait_seconds
+  FROM tasks
+ WHERE state = 'queued' OR (state = 'scheduled' AND run_at <= now())
+ GROUP BY queue, priority ORDER BY queue, priority;
+
+-- name: count_by_queue_state
+SELECT queue, CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END AS state,
+       count(*) AS n
+  FROM tasks GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- name: count_finished_since
+-- Throughput: tasks that reached a final state in the last :seconds.
+SELECT count(*) AS n FROM tasks
+ WHERE finished_at IS NOT NULL AND finished_at >= now() - make_interval(secs => :seconds);
+
+-- name: database_now
+SELECT now() AS now, clock_timestamp() AS clock;
+
+-- name: next_run_at
+-- The earliest pending run_at, compared with clock_timestamp() because now()
+-- is frozen at the start of the transaction.
+SELECT EXTRACT(EPOCH FROM (min(run_at) - clock_timestamp())) AS seconds
+  FROM tasks WHERE state = 'scheduled';
+
+-- name: prune_finished
+-- Deletes finished tasks older than the retention, in bounded batches.
+DELETE FROM tasks
+ WHERE id IN (SELECT id FROM tasks
+               WHERE finished_at IS NOT NULL
+                 AND finished_at < now() - make_interval(secs => :older_than)
+                 AND state IN ('done', 'failed', 'cancelled')
+               ORDER BY finished_at
+               LIMIT :batch);
+
+-- name: try_advisory_lock
+SELECT pg_try_advisory_lock(:key) AS locked;
+
+-- name: advisory_unlock
+SELECT pg_advisory_unlock(:key) AS unlocked;
+
+-- name: advisory_xact_lock
+SELECT pg_advisory_xact_lock(:key);
+
+-- name: set_local_search_path
+-- Used on a caller's connection (transactional enqueue): lasts until the end
+-- of the caller's transaction unless restored.
+SELECT set_config('search_path', :path, true) AS previous;
+
+-- name: show_search_path
+SELECT current_setting('search_path') AS path;

@@ -1,0 +1,55 @@
+"""The value objects handed to callers: a task row and a pool row."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+STATES = ("queued", "scheduled", "running", "done", "failed", "cancelled")
+FINISHED_STATES = ("done", "failed", "cancelled")
+
+
+@dataclass(slots=True)
+class Task:
+    """One task as the database saw it when it was read.
+
+    A task returned by ``claim`` is also a *handle*: it carries the claim's
+    ``lease_token``, which heartbeat/complete/fail must present. A handle whose
+    token is no longer current gets ``LeaseLost``.
+    """
+
+    id: int
+    queue: str
+    payload: Any
+    priority: int
+    required: int
+    pool: str | None
+    state: str
+    attempts: int
+    max_attempts: int
+    run_at: dt.datetime
+    created_at: dt.datetime
+    worker: str | None = None
+    lease_expires_at: dt.datetime | None = None
+    result: Any = None
+    error: str | None = None
+    dedupe_key: str | None = None
+    started_at: dt.datetime | None = None
+    finished_at: dt.datetime | None = None
+    cancel_requested: bool = False
+    lease_seconds: float | None = None
+    lease_token: str | None = field(default=None, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """A concurrency pool: at most ``limit`` running tasks (None: no limit)."""
+
+    name: str
+    limit: int | None
+    running: int
