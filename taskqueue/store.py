@@ -15,6 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+import psycopg.sql
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 
@@ -183,6 +185,10 @@ class Store:
 
     def notify(self, conn: Connection) -> None:
         conn.execute(Q["notify_wakeup"], {"channel": self.channel})
+
+    def listen(self, pg_conn: psycopg.Connection[Any]) -> None:
+        """LISTEN on the queue's wake-up channel, on a raw autocommit psycopg connection."""
+        pg_conn.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(self.channel)))
 
     # -- claim --------------------------------------------------------------
     def claim(
