@@ -20,11 +20,18 @@ config = context.config
 target_metadata = Base.metadata
 
 
+def include_name(name: str | None, type_: str, _parent: object) -> bool:
+    # The version table lives in the queue schema (the default schema under our
+    # search_path), where autogenerate would otherwise report it as extra.
+    return not (type_ == "table" and name == "alembic_version")
+
+
 def run_on(connection: sa.Connection, schema: str) -> None:
     prepare_schema(connection, schema)
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
+        include_name=include_name,
         version_table_schema=schema,
         compare_type=True,
         compare_server_default=True,

@@ -5,11 +5,14 @@ tokens, retries and delays; every state change is one transaction.
 """
 
 from .errors import LeaseLost, Permanent, Retry, TaskQueueError, ValidationError
+from .invariants import CheckReport
 from .network import network_pool
 from .queue import TaskQueue
 from .task import Pool, Task
+from .worker import Worker
 
 __all__ = [
+    "CheckReport",
     "LeaseLost",
     "Permanent",
     "Pool",
@@ -18,6 +21,7 @@ __all__ = [
     "TaskQueue",
     "TaskQueueError",
     "ValidationError",
+    "Worker",
     "network_pool",
 ]
 __version__ = "0.1.0"

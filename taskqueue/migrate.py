@@ -12,11 +12,14 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 
 from .store import Store
+
+if TYPE_CHECKING:  # alembic is imported only when migrating: it slows every CLI start
+    from alembic.config import Config
 
 
 def migration_lock_key(schema: str) -> int:
@@ -35,6 +38,8 @@ def script_location() -> str:
 
 
 def alembic_config(connection: sa.Connection | None, schema: str) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", script_location())
     cfg.attributes["connection"] = connection
@@ -47,6 +52,8 @@ def lock_for_migration(connection: sa.Connection, schema: str) -> None:
 
 
 def upgrade(engine: sa.Engine, schema: str, revision: str = "head") -> None:
+    from alembic import command
+
     with engine.connect() as conn:
         lock_for_migration(conn, schema)
         command.upgrade(alembic_config(conn, schema), revision)

@@ -117,3 +117,4 @@ class PoolRow(Base):
     name: Mapped[str] = mapped_column(Text, primary_key=True, comment="Pool name, as given in tasks.pool.")
     running_limit: Mapped[int | None] = mapped_column(Integer, comment="Most running tasks allowed at once; NULL means no limit.")
     running: Mapped[int] = mapped_column(Integer, server_default=text("0"), comment="Tasks of this pool in state running, exactly.")
+    limit_changed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When running_limit was last set; claims since then all saw it.")

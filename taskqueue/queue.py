@@ -16,6 +16,8 @@ from sqlalchemy.orm import Session
 from . import migrate as _migrate
 from .dsn import resolve_dsn, to_libpq, to_sqlalchemy_url
 from .errors import LeaseLost, TaskQueueError, ValidationError
+from .invariants import CheckReport
+from .invariants import check as run_check
 from .retry import backoff_seconds
 from .schema import SCHEMA_DEFAULT, check_schema_name
 from .spec import (
@@ -283,6 +285,37 @@ class TaskQueue:
                 self.store.notify(conn)
         _settle(task, outcome.state, result=result)
 
+    def complete_many(
+        self, items: Iterable[tuple[Task, Any]], *, connection: Connection | Session | None = None
+    ) -> list[int]:
+        """Finish many claims as done in one transaction; return the ids whose lease was lost.
+
+        One statement for the tasks and one per batch for the pools (released in
+        name order), so a worker can complete a whole batch in one commit.
+        """
+        pairs = list(items)
+        claims = []
+        for pair in pairs:
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise ValidationError("items", "must be (task, result) pairs")
+            task, result = pair
+            task_id, token = _claim_of(task)
+            claims.append((task_id, token, None if result is None else encode_json(result, "result")))
+        if not claims:
+            return []
+        with self.transaction(connection) as conn:
+            states, freed = self.store.complete_many(conn, claims)
+            if freed:
+                self.store.notify(conn)
+        lost = []
+        for task, result in pairs:
+            state = states.get(task.id)
+            if state is None:
+                lost.append(task.id)
+            else:
+                _settle(task, state, result=result)
+        return lost
+
     def fail(
         self,
         task: Task,
@@ -314,6 +347,8 @@ class TaskQueue:
     def release(self, task: Task, *, reason: str = "released by its worker") -> None:
         """Give a running task back to the queue without using up an attempt (worker shutdown)."""
         task_id, token = _claim_of(task)
+        if not isinstance(reason, str):
+            raise ValidationError("reason", f"must be a str, got {type(reason).__name__}")
         with self.engine.begin() as conn:
             outcome = self.store.requeue(conn, task_id, token, check_error_text(reason))
             if outcome is None:
@@ -380,6 +415,12 @@ class TaskQueue:
         """Seconds until the earliest scheduled task is due (negative if overdue), or None."""
         with self.engine.begin() as conn:
             return self.store.next_run_in(conn)
+
+    def check(self, *, repair: bool = False) -> CheckReport:
+        """Check the invariants in one snapshot; with ``repair``, fix what can be fixed and check again."""
+        if not isinstance(repair, bool):
+            raise ValidationError("repair", f"must be a bool, got {type(repair).__name__}")
+        return run_check(self.engine, self.store, repair=repair)
 
     def stats(self) -> dict[str, Any]:
         """Counts by state (every state, zeros included), by queue and priority; pools; throughput."""

@@ -47,6 +47,14 @@ class TaskSpec:
     dedupe_key: str | None
 
 
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _check_json(value: Any, path: str, depth: int = 0) -> None:
     if depth > 100:
         raise ValidationError(path, "nested deeper than 100 levels")
@@ -55,6 +63,8 @@ def _check_json(value: Any, path: str, depth: int = 0) -> None:
     if isinstance(value, str):
         if "\x00" in value:
             raise ValidationError(path, "strings may not contain \\u0000 (PostgreSQL jsonb rejects it)")
+        if _has_surrogate(value):
+            raise ValidationError(path, "strings may not contain unpaired surrogates (not encodable as UTF-8)")
         return
     if isinstance(value, int):
         return
@@ -72,6 +82,8 @@ def _check_json(value: Any, path: str, depth: int = 0) -> None:
                 raise ValidationError(path, f"object keys must be str, got {type(key).__name__} {key!r}")
             if "\x00" in key:
                 raise ValidationError(path, "object keys may not contain \\u0000")
+            if _has_surrogate(key):
+                raise ValidationError(path, "object keys may not contain unpaired surrogates")
             _check_json(item, f"{path}.{key}", depth + 1)
         return
     raise ValidationError(path, f"{type(value).__name__} is not JSON (use dict, list, str, int, float, bool or None)")
@@ -177,6 +189,8 @@ def check_error_text(value: Any) -> str:
     else:
         raise ValidationError("error", f"must be a str or an exception, got {type(value).__name__}")
     text = text.replace("\x00", "\\u0000")
+    # Unpaired surrogates cannot be stored as UTF-8: escape them like \u0000.
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text[:MAX_ERROR_LENGTH]
 
 

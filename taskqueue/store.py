@@ -235,6 +235,26 @@ class Store:
         row = conn.execute(Q["complete_task"], {"id": task_id, "token": token, "result": result_json}).first()
         return None if row is None else Outcome(row.state, row.freed_full_pool)
 
+    def complete_many(
+        self, conn: Connection, claims: Sequence[tuple[int, str, str | None]]
+    ) -> tuple[dict[int, str], bool]:
+        """Complete (id, token, result_json) claims in one statement; return ({id: state}, freed a full pool).
+
+        Pools are released afterwards in name order, one update per pool.
+        """
+        if not claims:
+            return {}, False
+        rows = conn.execute(
+            Q["complete_tasks"],
+            {"ids": [c[0] for c in claims], "tokens": [c[1] for c in claims], "results": [c[2] for c in claims]},
+        ).all()
+        counts: dict[str, int] = {}
+        for r in rows:
+            if r.pool is not None:
+                counts[r.pool] = counts.get(r.pool, 0) + 1
+        freed = self.release_pools(conn, counts)
+        return {r.id: r.state for r in rows}, freed
+
     def fail(
         self, conn: Connection, task_id: int, token: str, error: str, *, retry: bool, retry_in: float
     ) -> Outcome | None:
@@ -259,13 +279,17 @@ class Store:
         self.release_pools(conn, counts)
         return [(r.id, r.pool, r.state) for r in rows]
 
-    def release_pools(self, conn: Connection, counts: dict[str, int]) -> None:
-        """Take counts off several pools, locking them in name order first."""
+    def release_pools(self, conn: Connection, counts: dict[str, int]) -> bool:
+        """Take counts off several pools, locking them in name order first; True if a full pool got a slot."""
         if not counts:
-            return
+            return False
         names = sorted(counts)
         conn.execute(Q["lock_pools"], {"names": names}).all()
-        conn.execute(Q["release_pools"], {"names": names, "counts": [counts[n] for n in names]}).all()
+        rows = conn.execute(Q["release_pools"], {"names": names, "counts": [counts[n] for n in names]}).all()
+        # True when a pool that was full before this release has a free slot now.
+        return any(
+            r.running_limit is not None and r.running < r.running_limit <= r.running + counts[r.name] for r in rows
+        )
 
     def prune_finished(self, conn: Connection, older_than: float, batch: int) -> int:
         return conn.execute(Q["prune_finished"], {"older_than": older_than, "batch": batch}).rowcount
@@ -280,8 +304,40 @@ class Store:
     def advisory_unlock(self, conn: Connection, key: int) -> bool:
         return bool(conn.execute(Q["advisory_unlock"], {"key": key}).scalar())
 
+    def holds_advisory_lock(self, conn: Connection, key: int) -> bool:
+        return bool(conn.execute(Q["holds_advisory_lock"], {"key": key}).scalar())
+
+    def set_idle_session_timeout(self, conn: Connection, milliseconds: int) -> None:
+        conn.execute(Q["set_idle_session_timeout"], {"value": f"{int(milliseconds)}ms"})
+
     def advisory_xact_lock(self, conn: Connection, key: int) -> None:
         conn.execute(Q["advisory_xact_lock"], {"key": key})
+
+    # -- invariants ---------------------------------------------------------
+    def invariant_rows(self, conn: Connection, check: str) -> list[dict[str, Any]]:
+        """The rows of one invariant view (``check`` is one of taskqueue.invariants.CHECKS)."""
+        return [dict(r) for r in conn.execute(Q[f"check_{check}"]).mappings()]
+
+    def database_now(self, conn: Connection) -> dt.datetime:
+        return conn.execute(Q["database_now"]).first().now
+
+    def set_local_lock_timeout(self, conn: Connection, milliseconds: int) -> None:
+        conn.execute(Q["set_local_lock_timeout"], {"timeout": f"{int(milliseconds)}ms"})
+
+    def recount_pools(self, conn: Connection) -> list[tuple[str, int, int]]:
+        """Set every pool's running to its running tasks; return (pool, old, new) for the changed ones."""
+        conn.execute(Q["ensure_pools_of_running_tasks"])
+        conn.execute(Q["lock_all_pools"]).all()
+        return [(r.name, r.stored, r.running) for r in conn.execute(Q["recount_pools"])]
+
+    def clear_finished_leases(self, conn: Connection) -> list[tuple[int, str]]:
+        return [(r.id, r.state) for r in conn.execute(Q["clear_finished_leases"])]
+
+    def expire_leaseless_tasks(self, conn: Connection) -> list[int]:
+        return [r.id for r in conn.execute(Q["expire_leaseless_tasks"])]
+
+    def promote_overdue_scheduled(self, conn: Connection) -> list[int]:
+        return [r.id for r in conn.execute(Q["promote_overdue_scheduled"])]
 
     # -- reads and admin ----------------------------------------------------
     def cancel(self, conn: Connection, task_id: int) -> str | None:
@@ -305,6 +361,11 @@ class Store:
     def get_pool(self, conn: Connection, name: str) -> Pool | None:
         r = conn.execute(Q["get_pool"], {"name": name}).first()
         return None if r is None else Pool(r.name, r.running_limit, r.running)
+
+    def delete_everything(self, conn: Connection) -> None:
+        """Empty the schema's tasks and pools (the demo's own schema only)."""
+        conn.execute(Q["delete_all_tasks"])
+        conn.execute(Q["delete_all_pools"])
 
     def stats(self, conn: Connection, throughput_window: float = 60.0) -> dict[str, Any]:
         by_state = {s: 0 for s in STATES}

@@ -1,5 +1,5 @@
-"""The ``taskqueue`` command (placeholder until the CLI lands)."""
+"""The ``taskqueue`` command (also ``python -m taskqueue``)."""
 
+from .app import app, main
 
-def main() -> None:  # pragma: no cover
-    raise SystemExit("taskqueue CLI: not built yet")
+__all__ = ["app", "main"]

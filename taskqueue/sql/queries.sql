@@ -103,6 +103,21 @@ SELECT done.id, done.state,
            AS freed_full_pool
   FROM done;
 
+-- name: complete_tasks
+-- Batched completion: many claims end as done in one statement and one
+-- commit, each matched on its own lease token (rows missing from the result
+-- lost their lease). The caller releases the pools of the returned rows in
+-- name order (lock_pools, release_pools), so batches cannot deadlock.
+UPDATE tasks t
+   SET state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'done' END,
+       result = CAST(c.result AS jsonb),
+       finished_at = now(),
+       lease_token = NULL,
+       lease_expires_at = NULL
+  FROM unnest(CAST(:ids AS bigint[]), CAST(:tokens AS uuid[]), CAST(:results AS text[])) AS c(id, token, result)
+ WHERE t.id = c.id AND t.lease_token = c.token AND t.state = 'running'
+RETURNING t.id, t.state, t.pool;
+
 -- name: fail_task
 -- Ends the current claim with an error: a retry at now() + retry_in while
 -- attempts remain and retry is allowed, else failed (or cancelled if a cancel
@@ -240,9 +255,11 @@ INSERT INTO pools (name) SELECT DISTINCT unnest(CAST(:names AS text[])) ORDER BY
 ON CONFLICT (name) DO NOTHING;
 
 -- name: set_pool_limit
--- Upsert of the limit only; running is never written here.
-INSERT INTO pools (name, running_limit) VALUES (:name, :limit)
-ON CONFLICT (name) DO UPDATE SET running_limit = EXCLUDED.running_limit;
+-- Upsert of the limit only; running is never written here. limit_changed_at
+-- is read from the clock after the row lock is taken, so every claim admitted
+-- under the old limit started before it (see invariant_pool_over_limit).
+INSERT INTO pools (name, running_limit, limit_changed_at) VALUES (:name, :limit, clock_timestamp())
+ON CONFLICT (name) DO UPDATE SET running_limit = EXCLUDED.running_limit, limit_changed_at = clock_timestamp();
 
 -- name: list_pools
 -- Pools that have a limit or running tasks.
@@ -300,6 +317,24 @@ SELECT pg_try_advisory_lock(:key) AS locked;
 -- name: advisory_unlock
 SELECT pg_advisory_unlock(:key) AS unlocked;
 
+-- name: holds_advisory_lock
+-- Whether this session still holds the session-level advisory lock :key (a
+-- bigint key shows in pg_locks as classid = high half, objid = low half,
+-- objsubid = 1). The maintenance leader asks on its own connection before each
+-- round, so it never acts on a leadership that died with its session.
+SELECT EXISTS (
+    SELECT 1 FROM pg_locks
+     WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted AND objsubid = 1
+       AND classid = CAST((CAST(:key AS bigint) >> 32) & 4294967295 AS oid)
+       AND objid = CAST(CAST(:key AS bigint) & 4294967295 AS oid)
+) AS held;
+
+-- name: set_idle_session_timeout
+-- The maintenance leader's session ends itself after this long idle (PG 14+),
+-- so a frozen (SIGSTOPped) leader cannot keep its advisory lock forever; a
+-- live leader touches its session every round, well within the timeout.
+SELECT set_config('idle_session_timeout', :value, false) AS value;
+
 -- name: advisory_xact_lock
 SELECT pg_advisory_xact_lock(:key);
 
@@ -310,3 +345,96 @@ SELECT set_config('search_path', :path, true) AS previous;
 
 -- name: show_search_path
 SELECT current_setting('search_path') AS path;
+
+-- The invariant checks read the views of migrations/versions/0002_invariant_views.sql,
+-- so `TaskQueue.check()` and an operator's SELECT can never disagree.
+-- TaskQueue.check() runs them together in one REPEATABLE READ snapshot.
+
+-- name: check_pool_counts
+SELECT * FROM invariant_pool_counts ORDER BY subject;
+
+-- name: check_pool_over_limit
+SELECT * FROM invariant_pool_over_limit ORDER BY subject;
+
+-- name: check_running_without_lease
+SELECT * FROM invariant_running_without_lease ORDER BY task_id;
+
+-- name: check_finished_with_lease
+SELECT * FROM invariant_finished_with_lease ORDER BY task_id;
+
+-- name: check_attempts_exceeded
+SELECT * FROM invariant_attempts_exceeded ORDER BY task_id;
+
+-- name: check_overdue_scheduled
+SELECT * FROM invariant_overdue_scheduled ORDER BY task_id;
+
+-- name: set_local_lock_timeout
+-- Repair: wait at most this long for any lock, for this transaction only, so
+-- a repair yields to claims and completions instead of joining a deadlock.
+SELECT set_config('lock_timeout', :timeout, true);
+
+-- name: ensure_pools_of_running_tasks
+-- Repair: a running task whose pool row is missing gets one (running 0; the
+-- recount below sets it), inserted in name order like ensure_pools.
+INSERT INTO pools (name)
+SELECT DISTINCT t.pool FROM tasks t
+ WHERE t.state = 'running' AND t.pool IS NOT NULL
+ ORDER BY 1
+ON CONFLICT (name) DO NOTHING;
+
+-- name: lock_all_pools
+-- Repair: every pool row, locked in name order like lock_pools, so a recount
+-- cannot deadlock with releases. Claims, completions and rescues change a
+-- task's state and its pool count in one transaction, and each holds its pool
+-- row until it commits, so once these locks are held the next statement's
+-- snapshot sees counts and task states that agree.
+SELECT name FROM pools ORDER BY name FOR UPDATE;
+
+-- name: recount_pools
+-- Repair: sets each locked pool's running to the count of its running tasks,
+-- returning only the pools that changed, with the old value.
+WITH actual AS (
+    SELECT t.pool, count(*) AS n FROM tasks t
+     WHERE t.state = 'running' AND t.pool IS NOT NULL
+     GROUP BY t.pool
+), judged AS (
+    SELECT p.name, p.running AS stored, COALESCE(a.n, 0) AS n
+      FROM pools p LEFT JOIN actual a ON a.pool = p.name
+     WHERE p.running <> COALESCE(a.n, 0)
+)
+UPDATE pools p SET running = j.n
+  FROM judged j
+ WHERE p.name = j.name
+RETURNING p.name, j.stored, p.running;
+
+-- name: clear_finished_leases
+-- Repair: a task that is not running holds no lease.
+UPDATE tasks SET lease_token = NULL, lease_expires_at = NULL
+ WHERE state <> 'running' AND (lease_token IS NOT NULL OR lease_expires_at IS NOT NULL)
+RETURNING id, state;
+
+-- name: expire_leaseless_tasks
+-- Repair: a running task with no lease or worker gets one that has already
+-- expired, so the next rescue requeues it (or fails it when out of attempts).
+UPDATE tasks
+   SET lease_token = COALESCE(lease_token, gen_random_uuid()),
+       lease_expires_at = now(),
+       lease_seconds = COALESCE(lease_seconds, 0),
+       worker = COALESCE(worker, 'unknown (repaired)')
+ WHERE state = 'running' AND (lease_token IS NULL OR lease_expires_at IS NULL OR worker IS NULL)
+RETURNING id;
+
+-- name: promote_overdue_scheduled
+-- Repair: what the next claim would do to a due scheduled task.
+UPDATE tasks SET state = 'queued'
+ WHERE state = 'scheduled' AND run_at < now() - interval '5 seconds'
+RETURNING id;
+
+-- name: delete_all_tasks
+-- The demo starts from an empty queue in its own schema (never a user's):
+-- tasks and pools go together so no pool count outlives its tasks.
+DELETE FROM tasks;
+
+-- name: delete_all_pools
+-- See delete_all_tasks; run in the same transaction, after it.
+DELETE FROM pools;

@@ -1,0 +1,1 @@
+"""Benchmarks for taskqueue: ``python -m bench SCENARIO``. Benchmarks are not tests."""

@@ -1,0 +1,43 @@
+"""``python -m bench SCENARIO [--json] [--rows N] [--seconds S] [--dsn DSN]``.
+
+Each scenario prints one JSON document on stdout; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from . import common
+
+SCENARIOS = ("worst_case", "pools", "drain", "enqueue", "limit", "churn", "report")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("scenario", choices=SCENARIOS)
+    parser.add_argument("--json", action="store_true", help="compact JSON only (default: indented)")
+    parser.add_argument("--rows", type=int, default=None, help="scale the workload down (default: the issue's size)")
+    parser.add_argument("--seconds", type=float, default=None, help="length of each timed phase")
+    parser.add_argument("--dsn", default=common.DEFAULT_DSN, help="libpq DSN (database created if missing)")
+    parser.add_argument("--churn-rows", type=int, default=None, help="report only: size of the churn run")
+    parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
+    ns = parser.parse_args(argv)
+    if ns.scenario == "report" and ns.render:
+        from . import report
+
+        report.render(ns.render)
+        return 0
+    dsn = common.ensure_database(ns.dsn)
+    opts = common.Options(dsn=dsn, rows=ns.rows, seconds=ns.seconds, churn_rows=ns.churn_rows)
+    module = importlib.import_module(f"bench.{ns.scenario}")
+    result = module.run(opts)
+    result.setdefault("server", common.server_facts(dsn))
+    print(json.dumps(result, indent=None if ns.json else 2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

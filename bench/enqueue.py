@@ -1,0 +1,122 @@
+"""Target 4: enqueue speed.
+
+``enqueue_many`` in 10k-task batches (target: 100k tasks/s) against plain COPY
+into the same table; single ``enqueue`` against a bare single-row
+INSERT + COMMIT into the same table (target: 80%); the peers' batch and
+single enqueue through their own APIs; all in one run, one client.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+
+from . import common, peers
+
+DEFAULT_ROWS = 200_000
+BATCH = 10_000
+SINGLES = 2_000
+SCHEMA = "bench_enqueue"
+
+
+def _copy(dsn: str, n: int) -> float:
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', %s, false)", (f'"{SCHEMA}"',))
+        t0 = time.perf_counter()
+        done = 0
+        while done < n:
+            k = min(BATCH, n - done)
+            with conn.cursor().copy(
+                "COPY tasks (queue, payload, priority, required, state, max_attempts) FROM STDIN"
+            ) as cp:
+                for _ in range(k):
+                    cp.write_row(("default", "null", 0, 0, "queued", 3))
+            conn.commit()
+            done += k
+        return time.perf_counter() - t0
+
+
+def _bare_inserts(dsn: str, n: int) -> float:
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', %s, false)", (f'"{SCHEMA}"',))
+        conn.commit()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            conn.execute(
+                "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts)"
+                " VALUES (%s, %s, 0, 0, 'queued', 3)",
+                ("default", "null"),
+                prepare=True,
+            )
+            conn.commit()
+        return time.perf_counter() - t0
+
+
+def run(opts: common.Options) -> dict[str, Any]:
+    n = opts.rows or DEFAULT_ROWS
+    singles = min(SINGLES, n)
+    dsn = opts.dsn
+    tq = common.fresh_queue(dsn, SCHEMA)
+    specs = [{"payload": None}] * BATCH
+    with common.progress() as bar:
+        t = bar.add_task("enqueue_many", total=n)
+        tq.enqueue_many(specs[:100])  # warm up the pool and the statement
+        t0 = time.perf_counter()
+        done = 0
+        while done < n:
+            k = min(BATCH, n - done)
+            tq.enqueue_many(specs[:k])
+            done += k
+            bar.update(t, completed=done)
+        many = time.perf_counter() - t0
+        t = bar.add_task("COPY", total=1)
+        copy = _copy(dsn, n)
+        bar.update(t, completed=1)
+        t = bar.add_task("enqueue x1", total=singles)
+        t0 = time.perf_counter()
+        for i in range(singles):
+            tq.enqueue(None)
+            if i % 100 == 0:
+                bar.update(t, completed=i)
+        single = time.perf_counter() - t0
+        bar.update(t, completed=singles)
+        t = bar.add_task("bare INSERT+COMMIT", total=1)
+        bare = _bare_inserts(dsn, singles)
+        bar.update(t, completed=1)
+    tq.close()
+    common.drop_schema(dsn, SCHEMA)
+    result: dict[str, Any] = {
+        "scenario": "enqueue",
+        "rows": n,
+        "batch": BATCH,
+        "enqueue_many_per_second": n / many,
+        "copy_per_second": n / copy,
+        "enqueue_single_per_second": singles / single,
+        "bare_insert_commit_per_second": singles / bare,
+    }
+    versions = peers.available()
+    if versions["pgqueuer"]:
+        pdsn = peers.pgq_dsn(dsn)
+        peers.pgq_reset(pdsn)
+        result["pgqueuer_batch_per_second"] = n / peers.pgq_enqueue(pdsn, n, BATCH)
+        result["pgqueuer_single_per_second"] = singles / peers.pgq_enqueue(pdsn, singles, 1)
+    if versions["procrastinate"]:
+        rdsn = peers.proc_dsn(dsn)
+        peers.proc_reset(rdsn)
+        result["procrastinate_batch_per_second"] = n / peers.proc_enqueue(rdsn, n, BATCH)
+        result["procrastinate_single_per_second"] = singles / peers.proc_enqueue(rdsn, singles, 1)
+    limit = common.physical_limit(dsn, 1)
+    result["limit"] = limit
+    result["ratios"] = {
+        "enqueue_many_vs_copy": common.ratio(result["enqueue_many_per_second"], result["copy_per_second"]),
+        "single_vs_bare_insert": common.ratio(result["enqueue_single_per_second"], result["bare_insert_commit_per_second"]),
+        "enqueue_many_vs_limit": common.ratio(result["enqueue_many_per_second"], limit["per_second"]),
+        "single_vs_limit": common.ratio(result["enqueue_single_per_second"], limit["per_second"]),
+    }
+    result["targets"] = {
+        "enqueue_many_ge_100k": result["enqueue_many_per_second"] >= 100_000,
+        "single_ge_0_8_bare": result["ratios"]["single_vs_bare_insert"] >= 0.8,
+    }
+    return result

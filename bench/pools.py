@@ -1,0 +1,127 @@
+"""Target 2: full pools (seed 002).
+
+N tasks spread over 2,000 /24 pools with limit 2; 90% of the tasks sit in
+pools that are already full (two running tasks held by another worker).
+Consumers claim and complete in a loop. The same consumers then run the same
+workload with no pools at all; the target is a ratio of at least 0.5.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from . import common
+
+CLIENTS = 8
+DEFAULT_ROWS = 200_000
+POOLS = 2_000
+FULL_SHARE = 0.9
+SCHEMA = "bench_pools"
+
+SEED_POOLS = """
+INSERT INTO pools (name, running_limit, running)
+SELECT '10.' || (p / 256) || '.' || (p %% 256) || '.0/24', 2, CASE WHEN p < %(full)s THEN 2 ELSE 0 END
+  FROM generate_series(0, %(pools)s - 1) p
+"""
+
+# Two running tasks per full pool, so the counters are exact.
+SEED_HOLDERS = """
+INSERT INTO tasks (queue, payload, priority, required, pool, state, attempts, max_attempts,
+                   worker, lease_token, lease_seconds, lease_expires_at, started_at)
+SELECT 'default', '{}'::jsonb, 0, 0, '10.' || (p / 256) || '.' || (p %% 256) || '.0/24', 'running', 1, 3,
+       'holder', gen_random_uuid(), 3600, now() + interval '1 hour', now()
+  FROM generate_series(0, %(full)s - 1) p, generate_series(1, 2)
+"""
+
+# Pools spread through the id order (a multiplicative hash of the row number).
+SEED_TASKS = """
+INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
+SELECT 'default', '{}'::jsonb, 0, 0,
+       CASE WHEN %(pooled)s THEN '10.' || (x.p / 256) || '.' || (x.p %% 256) || '.0/24' END,
+       'queued', 3
+  FROM (SELECT g, CASE WHEN (g * 7919) %% 10 < %(full_tenths)s
+                       THEN (g * 104729) %% %(full)s
+                       ELSE %(full)s + (g * 104729) %% (%(pools)s - %(full)s) END AS p
+          FROM generate_series(1::bigint, %(rows)s) g) x
+ ORDER BY x.g
+"""
+
+
+def seed(dsn: str, rows: int, pooled: bool) -> None:
+    common.fresh_queue(dsn, SCHEMA).close()
+    full = int(POOLS * FULL_SHARE)
+    params = {"rows": rows, "pools": POOLS, "full": full, "full_tenths": int(FULL_SHARE * 10), "pooled": pooled}
+    statements: list[Any] = [(SEED_TASKS, params)]
+    if pooled:
+        statements = [(SEED_POOLS, params), (SEED_HOLDERS, params), *statements]
+    common.execute(dsn, SCHEMA, *statements, "VACUUM ANALYZE tasks", "VACUUM ANALYZE pools")
+
+
+def _client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
+    from taskqueue import TaskQueue
+
+    tq = TaskQueue(args["dsn"], schema=SCHEMA, pool_size=1, max_overflow=0)
+    tq.peek()
+    stop = common.ready(counter, sync)
+    n = 0
+    lat: list[float] = []
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        task = tq.claim(worker=f"pools-{idx}")
+        lat.append(time.perf_counter() - t0)
+        if task is None:
+            break
+        tq.complete(task)
+        n += 1
+        counter.value = n
+    tq.close()
+    return {"count": n, "lat": lat}
+
+
+def measure(dsn: str, rows: int, pooled: bool, seconds: float) -> dict[str, Any]:
+    seed(dsn, rows, pooled)
+    label = "pools" if pooled else "no pools"
+    elapsed, res, count = common.run_clients(
+        _client, CLIENTS, {"dsn": dsn}, label=f"{label} x{CLIENTS}", total=seconds, seconds=seconds
+    )
+    lat = [x for r in res for x in r["lat"]]
+    # first and last tenth of the claims: does the cost drift as free tasks are used up?
+    per_client_first = [x for r in res for x in r["lat"][: max(1, len(r["lat"]) // 10)]]
+    per_client_last = [x for r in res for x in r["lat"][-max(1, len(r["lat"]) // 10) :]]
+    over = common.scalar(
+        dsn, SCHEMA, "SELECT count(*) FROM pools WHERE running_limit IS NOT NULL AND running > running_limit"
+    )
+    return {
+        "claims": count,
+        "seconds": elapsed,
+        "per_second": count / elapsed,
+        "latency": common.latency_summary(lat),
+        "latency_first_tenth": common.latency_summary(per_client_first),
+        "latency_last_tenth": common.latency_summary(per_client_last),
+        "pools_over_limit": over,
+    }
+
+
+def run(opts: common.Options) -> dict[str, Any]:
+    rows = opts.rows or DEFAULT_ROWS
+    seconds = opts.seconds or 10.0
+    with_pools = measure(opts.dsn, rows, True, seconds)
+    without = measure(opts.dsn, rows, False, seconds)
+    limit = common.physical_limit(opts.dsn, CLIENTS)
+    common.drop_schema(opts.dsn, SCHEMA)
+    r = common.ratio(with_pools["per_second"], without["per_second"])
+    return {
+        "scenario": "pools",
+        "rows": rows,
+        "pools": POOLS,
+        "full_share": FULL_SHARE,
+        "clients": CLIENTS,
+        "with_pools": with_pools,
+        "without_pools": without,
+        "ratio_pools_vs_none": r,
+        "limit": limit,
+        "with_pools_vs_limit": common.ratio(with_pools["per_second"], limit["per_second"]),
+        "without_pools_vs_limit": common.ratio(without["per_second"], limit["per_second"]),
+        "targets": {"pools_ratio_ge_0_5": r >= 0.5},
+    }

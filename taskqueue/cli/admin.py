@@ -1,0 +1,48 @@
+"""Operator actions: ``migrate``, ``rescue``, ``cancel ID``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import CliError, DsnOption, SchemaOption, open_queue
+
+
+def migrate(ctx: typer.Context, dsn: DsnOption = None, schema: SchemaOption = None) -> None:
+    """Create or upgrade the queue schema (safe to run from many places at once)."""
+    with open_queue(ctx, dsn, schema) as tq:
+        tq.migrate()
+        typer.echo(f"schema {tq.schema} is up to date")
+
+
+def rescue(ctx: typer.Context, dsn: DsnOption = None, schema: SchemaOption = None) -> None:
+    """Requeue (or fail, when out of attempts) every running task whose lease expired."""
+    with open_queue(ctx, dsn, schema) as tq:
+        typer.echo(f"rescued {tq.rescue_expired()}")
+
+
+def cancel(
+    ctx: typer.Context,
+    task_id: Annotated[int, typer.Argument(metavar="ID", min=1, help="The task's id.")],
+    dsn: DsnOption = None,
+    schema: SchemaOption = None,
+) -> None:
+    """Cancel a waiting task, or ask the worker running it to stop."""
+    with open_queue(ctx, dsn, schema) as tq:
+        before = tq.get(task_id)
+        if before is None:
+            raise CliError(f"no task {task_id}")
+        if not tq.cancel(task_id):
+            raise CliError(f"task {task_id} is already {before.state}; nothing to cancel")
+        after = tq.get(task_id)
+        if after is not None and after.state == "running":
+            typer.echo(f"cancellation requested for running task {task_id}")
+        else:
+            typer.echo(f"cancelled task {task_id}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("migrate")(migrate)
+    app.command("rescue")(rescue)
+    app.command("cancel")(cancel)

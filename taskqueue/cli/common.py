@@ -1,0 +1,116 @@
+"""What every command shares: the connection options, the queue handle, output helpers.
+
+``--dsn`` and ``--schema`` are accepted both before the command
+(``taskqueue --dsn X stats``) and after it (``taskqueue stats --dsn X``); the
+one after the command wins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ..errors import TaskQueueError
+from ..queue import TaskQueue
+from ..schema import SCHEMA_DEFAULT
+
+#: Tables and human output; scripts read --json from stdout.
+out = Console(highlight=False, soft_wrap=True)
+#: Progress bars and live views go to stderr so stdout stays parseable.
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+DsnOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dsn",
+        envvar="TASKQUEUE_DSN",
+        show_envvar=True,
+        help="PostgreSQL URI or SQLAlchemy URL; default: the embedded server.",
+    ),
+]
+SchemaOption = Annotated[
+    str | None,
+    typer.Option("--schema", envvar="TASKQUEUE_SCHEMA", help=f"Queue schema (default {SCHEMA_DEFAULT})."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+@dataclasses.dataclass
+class Connection:
+    """The connection settings given before the command name."""
+
+    dsn: str | None = None
+    schema: str | None = None
+
+
+class CliError(TaskQueueError):
+    """A one-line error for the user; ``code`` is the exit status."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def settings(ctx: typer.Context | None, dsn: str | None, schema: str | None) -> tuple[str | None, str]:
+    """The command's own options, else the ones given before the command, else defaults."""
+    root = ctx.find_root().obj if ctx is not None else None
+    base = root if isinstance(root, Connection) else Connection()
+    return dsn or base.dsn, schema or base.schema or SCHEMA_DEFAULT
+
+
+@contextlib.contextmanager
+def open_queue(ctx: typer.Context | None, dsn: str | None, schema: str | None) -> Iterator[TaskQueue]:
+    resolved_dsn, resolved_schema = settings(ctx, dsn, schema)
+    tq = TaskQueue(resolved_dsn, schema=resolved_schema)
+    try:
+        yield tq
+    finally:
+        tq.close()
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def print_json(value: Any) -> None:
+    typer.echo(json.dumps(jsonable(value), indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def task_dict(task: Any) -> dict[str, Any]:
+    """A task for JSON output; the lease token is a secret of its holder and stays out."""
+    data = jsonable(task)
+    data.pop("lease_token", None)
+    return data
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def fmt_time(value: dt.datetime | None) -> str:
+    return "-" if value is None else value.isoformat(sep=" ", timespec="milliseconds")

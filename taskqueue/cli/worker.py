@@ -1,0 +1,130 @@
+"""``worker MODULE:ATTR``: load a ``Worker`` from the user's code and run it.
+
+The module is imported with the current directory on ``sys.path`` (as
+``python -m`` would), the flags override the Worker's own settings through
+``Worker.configure``, and the worker's structured log goes to stderr.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import json
+import logging
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from .common import CliError, DsnOption, SchemaOption, open_queue
+
+#: Attributes every LogRecord has; anything else was passed as ``extra=`` and is a field.
+_RECORD_KEYS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+
+
+class FieldsFormatter(logging.Formatter):
+    """One line per record: time, level, logger, message, then the record's extra fields.
+
+    ``json=True`` prints the same as one JSON object per line for log shippers.
+    """
+
+    def __init__(self, as_json: bool = False) -> None:
+        super().__init__()
+        self.as_json = as_json
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = {k: v for k, v in vars(record).items() if k not in _RECORD_KEYS and not k.startswith("_")}
+        when = dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
+        message = record.getMessage()
+        if record.exc_info:
+            fields["exception"] = self.formatException(record.exc_info).splitlines()[-1]
+        if self.as_json:
+            doc = {"time": when, "level": record.levelname, "logger": record.name, "message": message, **fields}
+            return json.dumps(doc, default=str, ensure_ascii=False)
+        extras = " ".join(f"{k}={_compact(v)}" for k, v in fields.items())
+        return f"{when} {record.levelname:<7} {record.name}: {message}" + (f"  {extras}" if extras else "")
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    text = str(value)
+    return json.dumps(text) if (" " in text or not text) else text
+
+
+def setup_logging(level: str, as_json: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(FieldsFormatter(as_json))
+    root = logging.getLogger("taskqueue")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+
+
+def load_worker(target: str) -> Any:
+    """Import ``module:attr`` (attr may be dotted) and check that it is a Worker."""
+    from ..worker import Worker
+
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"worker target must look like MODULE:ATTR, got {target!r}", 2)
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise CliError(f"cannot import {module_name!r}: no module named {exc.name!r}", 2) from None
+        raise CliError(f"importing {module_name!r} failed: {exc}") from None
+    except Exception as exc:
+        raise CliError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CliError(f"{module_name!r} has no attribute {attr!r}", 2) from None
+    if not isinstance(obj, Worker):
+        raise CliError(f"{target} is a {type(obj).__name__}, not a taskqueue.Worker", 2)
+    return obj
+
+
+def _queues(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = [q.strip() for q in value.split(",") if q.strip()]
+    if not names:
+        raise CliError("--queues needs at least one queue name", 2)
+    return names
+
+
+def worker(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(metavar="MODULE:ATTR", help="Where your Worker lives, e.g. myapp.tasks:worker.")],
+    queues: Annotated[str | None, typer.Option("--queues", help="Comma-separated queues (default: the Worker's).")] = None,
+    capacity: Annotated[int | None, typer.Option("--capacity", min=0, help="Resource budget of running tasks.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Handler threads.")] = None,
+    lease: Annotated[float | None, typer.Option("--lease", help="Lease seconds; heartbeats renew it.")] = None,
+    grace: Annotated[float | None, typer.Option("--grace", min=0, help="Seconds running tasks get on shutdown.")] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+    log_json: Annotated[bool, typer.Option("--log-json", help="Log one JSON object per line.")] = False,
+    no_migrate: Annotated[bool, typer.Option("--no-migrate", help="Do not bring the schema up to date first.")] = False,
+    dsn: DsnOption = None,
+    schema: SchemaOption = None,
+) -> None:
+    """Run a Worker until SIGTERM or SIGINT (a second signal stops at once)."""
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise CliError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}", 2)
+    the_worker = load_worker(target)
+    the_worker.configure(
+        queues=_queues(queues), capacity=capacity, concurrency=concurrency, lease=lease, grace=grace
+    )
+    setup_logging(log_level, log_json)
+    with open_queue(ctx, dsn, schema) as tq:
+        if not no_migrate:
+            tq.migrate()
+        the_worker.run(tq)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("worker")(worker)

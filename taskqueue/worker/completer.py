@@ -1,0 +1,146 @@
+"""Records handler outcomes (complete or fail), many per transaction, on one thread.
+
+Handler threads only hand their outcome over. One thread writes them, as many
+as are waiting in one transaction: one commit instead of one per task, and ten
+handler threads no longer fight the claim loop for the GIL and the pool. A
+claim's capacity is freed only once its outcome is committed (or refused), so
+the worker never runs more than its capacity as the database sees it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue as queue_mod
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import LeaseLost
+from ..queue import TaskQueue
+from ..task import Task
+from .claimer import Capacity
+
+log = logging.getLogger("taskqueue.worker.completer")
+
+MAX_BATCH = 200
+
+
+@dataclass(slots=True)
+class Report:
+    """What a handler's run came to. ``error`` None means complete with ``result``."""
+
+    task: Task
+    result: Any = None
+    error: str | BaseException | None = None
+    retry: bool = True
+    retry_in: float | None = None
+    label: str | None = None  # outcome name for the log when it is not just the new state
+    duration: float = 0.0
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+_STOP = object()
+
+
+class Completer:
+    def __init__(self, tq: TaskQueue, capacity: Capacity, *, worker: str) -> None:
+        self.tq = tq
+        self.capacity = capacity
+        self.worker = worker
+        self.batches = 0
+        self._inbox: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="taskqueue-completer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, report: Report) -> None:
+        self._inbox.put(report)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Record what is waiting, then end the thread."""
+        self._inbox.put(_STOP)
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            first = self._inbox.get()
+            if first is _STOP:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < MAX_BATCH:
+                try:
+                    item = self._inbox.get_nowait()
+                except queue_mod.Empty:
+                    break
+                if item is _STOP:
+                    stop = True
+                    break
+                batch.append(item)
+            self._record(batch)
+            if stop:
+                return
+
+    def _record(self, batch: list[Report]) -> None:
+        done = [r for r in batch if r.error is None]
+        states: dict[int, str | None] = {}
+        if done:
+            try:
+                lost = set(self.tq.complete_many([(r.task, r.result) for r in done]))
+                for r in done:
+                    states[id(r)] = None if r.task.id in lost else r.task.state
+            except Exception as exc:
+                # Nothing of the batch was committed: write them one by one, so one
+                # bad outcome cannot hold back the others.
+                log.warning("completing %d tasks together failed (%s); one by one", len(done), exc,
+                            extra={"worker": self.worker})
+                for r in done:
+                    states[id(r)] = self._alone(r)
+        for r in batch:
+            if r.error is not None:
+                states[id(r)] = self._alone(r)
+        self.batches += 1
+        for r in batch:
+            state = states[id(r)]
+            if state != "error":
+                self._log(r, state)
+            self.capacity.remove(r.task)
+
+    def _alone(self, report: Report) -> str | None:
+        """Write one outcome in its own transaction: the new state, None if the lease was lost, or 'error'."""
+        try:
+            if report.error is None:
+                self.tq.complete(report.task, report.result)
+            else:
+                self.tq.fail(report.task, report.error, retry=report.retry, retry_in=report.retry_in)
+        except LeaseLost:
+            return None
+        except Exception:
+            log.exception(
+                "task %s: could not record its outcome; its lease will expire and it will be retried",
+                report.task.id,
+                extra={**report.fields, "outcome": "error"},
+            )
+            return "error"
+        return report.task.state
+
+    def _log(self, report: Report, state: str | None) -> None:
+        task = report.task
+        if state is None:
+            log.warning(
+                "task %s (queue %s): lease lost before the outcome was recorded; discarded",
+                task.id,
+                task.queue,
+                extra={**report.fields, "outcome": "lease_lost"},
+            )
+            return
+        outcome = report.label or ("retry" if state in ("queued", "scheduled") else state)
+        extra = {**report.fields, "outcome": outcome, "duration": round(report.duration, 6)}
+        if report.error is None:
+            log.info("task %s (queue %s) %s in %.3f s", task.id, task.queue, outcome, report.duration, extra=extra)
+            return
+        extra["error"] = task.error
+        level = logging.INFO if outcome == "retry" else logging.WARNING
+        log.log(level, "task %s (queue %s) %s in %.3f s: %s", task.id, task.queue, outcome, report.duration,
+                task.error, extra=extra)

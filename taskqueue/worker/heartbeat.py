@@ -1,0 +1,60 @@
+"""Keeps the worker's leases alive with one batched heartbeat per beat.
+
+A beat comes every third of the lease, so two beats can fail (a slow
+database, a blip) before a lease runs out. A claim the database no longer
+recognises is lost: it stops counting against capacity, and its handler's
+outcome will be discarded, because another worker may already hold it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from ..queue import TaskQueue
+from .claimer import Capacity
+
+log = logging.getLogger("taskqueue.worker.heartbeat")
+
+
+class Heartbeat:
+    def __init__(self, tq: TaskQueue, capacity: Capacity, *, lease: float, worker: str) -> None:
+        self.tq = tq
+        self.capacity = capacity
+        self.interval = max(0.05, lease / 3.0)
+        self.worker = worker
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="taskqueue-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.beat()
+
+    def beat(self) -> int:
+        """Heartbeat every claim still running; return how many were lost."""
+        tasks = self.capacity.holding()
+        if not tasks:
+            return 0
+        try:
+            lost = self.tq.heartbeat_many(tasks)
+        except Exception as exc:
+            log.warning("heartbeat of %d tasks failed: %s", len(tasks), exc, extra={"worker": self.worker})
+            return 0
+        count = 0
+        for task in lost:
+            if self.capacity.lose(task):
+                count += 1
+                log.warning(
+                    "task %s (queue %s): lease lost; no longer counted, its outcome will be discarded",
+                    task.id,
+                    task.queue,
+                    extra={"task_id": task.id, "queue": task.queue, "worker": self.worker, "outcome": "lease_lost"},
+                )
+        return count

@@ -1,0 +1,333 @@
+"""``Worker``: the long-lived process that claims what fits, runs handlers, and keeps itself healthy.
+
+It wires the parts together: the claimer fills free capacity in one round
+trip, the executor runs handlers on daemon threads, the completer records
+their outcomes in batches, the heartbeat keeps leases alive, the listener
+turns NOTIFY into wake-ups, and the maintainer (on one worker at a time)
+rescues expired leases and prunes old tasks.
+
+The main loop sleeps on one event. Anything that could make a claim succeed
+sets it: a NOTIFY (enqueue, a freed pool slot, a rescue), a local outcome
+recorded, a lost lease, a stop request. Otherwise it sleeps exactly until the
+earliest scheduled run_at, or ``poll_interval`` as a fallback.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from ..errors import LeaseLost, TaskQueueError, ValidationError
+from ..maintenance import Maintainer
+from ..queue import TaskQueue, default_worker_name
+from ..spec import check_int, check_lease, check_name, check_number
+from .claimer import Capacity, Claimer
+from .completer import Completer
+from .executor import Executor, Handler
+from .heartbeat import Heartbeat
+from .listener import Listener
+
+log = logging.getLogger("taskqueue.worker")
+
+H = TypeVar("H", bound=Handler)
+
+DEFAULT_CONCURRENCY = 10
+MAX_DEFAULT_CONCURRENCY = 100
+RUN_AT_SLACK = 0.005  # wake just after run_at, not just before
+ERROR_BACKOFF_MAX = 5.0
+SETTLE_SECONDS = 2.0
+
+
+class Worker:
+    """Runs handlers for one or more queues within a capacity budget.
+
+    ``capacity`` bounds the sum of ``required`` of the running tasks (None: no
+    bound); ``concurrency`` bounds the handler threads (default: ``capacity``,
+    at most 100, or 10 when capacity is None). ``queues`` defaults to the queues
+    that have a handler.
+    """
+
+    def __init__(
+        self,
+        queues: Iterable[str] | None = None,
+        capacity: int | None = None,
+        concurrency: int | None = None,
+        lease: float = 30.0,
+        poll_interval: float = 5.0,
+        grace: float = 30.0,
+        name: str | None = None,
+        retention: float = 7 * 24 * 3600.0,
+        log_level: int | str | None = None,
+        *,
+        maintenance: bool = True,
+        maintenance_interval: float = 2.0,
+        prune_interval: float = 300.0,
+    ) -> None:
+        self.queues: list[str] | None = None
+        self.capacity: int | None = None
+        self.concurrency: int | None = None
+        self.lease = 30.0
+        self.grace = 30.0
+        self.configure(queues=queues, capacity=capacity, concurrency=concurrency, lease=lease, grace=grace)
+        self.poll_interval = check_number(poll_interval, "poll_interval", minimum=0.0, maximum=3600.0, strict_min=True)
+        self.name = None if name is None else check_name(name, "name")
+        self.retention = check_number(retention, "retention", minimum=0.0, maximum=100 * 365 * 24 * 3600.0)
+        self.maintenance = bool(maintenance)
+        self.maintenance_interval = check_number(
+            maintenance_interval, "maintenance_interval", minimum=0.0, maximum=3600.0, strict_min=True
+        )
+        self.prune_interval = check_number(
+            prune_interval, "prune_interval", minimum=0.0, maximum=30 * 24 * 3600.0, strict_min=True
+        )
+        if log_level is not None:
+            log.setLevel(log_level)
+        self.handlers: dict[str, Handler] = {}
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._abort = threading.Event()
+        self._running = threading.Event()
+        self._run_lock = threading.Lock()
+        self.ready = threading.Event()
+        """Set once the worker LISTENs and has made its first claim round (tests wait on it)."""
+        self.listener: Listener | None = None
+        self.maintainer: Maintainer | None = None
+        self.capacity_state: Capacity | None = None
+
+    # -- configuration ------------------------------------------------------
+    def configure(
+        self,
+        *,
+        queues: Iterable[str] | None = None,
+        capacity: int | None = None,
+        concurrency: int | None = None,
+        lease: float | None = None,
+        grace: float | None = None,
+    ) -> Worker:
+        """Override settings (the CLI flags); None leaves a setting as it is. Before ``run`` only."""
+        if queues is not None:
+            if isinstance(queues, str):
+                raise ValidationError("queues", "must be a list of queue names, not a single string")
+            names = [check_name(q, "queues") for q in queues]
+            if not names:
+                raise ValidationError("queues", "must not be empty (pass None for the queues with handlers)")
+            self.queues = sorted(set(names))
+        if capacity is not None:
+            self.capacity = check_int(capacity, "capacity", minimum=0, maximum=2**62)
+        if concurrency is not None:
+            self.concurrency = check_int(concurrency, "concurrency", minimum=1, maximum=10_000)
+        if lease is not None:
+            self.lease = check_lease(lease)
+        if grace is not None:
+            self.grace = check_number(grace, "grace", minimum=0.0, maximum=7 * 24 * 3600.0)
+        return self
+
+    def handler(self, queue: str, func: H | None = None) -> Any:
+        """Register the handler of ``queue`` (one per queue). Use as ``@worker.handler("q")``."""
+        queue = check_name(queue, "queue")
+
+        def register(fn: H) -> H:
+            if not callable(fn):
+                raise ValidationError("handler", f"must be callable, got {type(fn).__name__}")
+            if queue in self.handlers:
+                raise ValidationError("queue", f"{queue!r} already has a handler")
+            self.handlers[queue] = fn
+            return fn
+
+        return register if func is None else register(func)
+
+    @property
+    def effective_concurrency(self) -> int:
+        if self.concurrency is not None:
+            return self.concurrency
+        if self.capacity is None:
+            return DEFAULT_CONCURRENCY
+        return max(1, min(self.capacity, MAX_DEFAULT_CONCURRENCY))
+
+    @property
+    def running(self) -> bool:
+        """True while ``run`` is inside its main loop (claims may happen)."""
+        return self._running.is_set()
+
+    # -- control ------------------------------------------------------------
+    def stop(self, *, now: bool = False) -> None:
+        """Stop claiming and wind down (thread-safe). ``now``: skip the grace period."""
+        if now:
+            self._abort.set()
+        self._stopping.set()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Claim again now (thread-safe)."""
+        self._wake.set()
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        # Keep it tiny: a signal handler runs between two bytecodes of the main thread.
+        if self._stopping.is_set():
+            self._abort.set()
+        self._stopping.set()
+        self._wake.set()
+
+    # -- the run ------------------------------------------------------------
+    def run(self, tq: TaskQueue) -> None:
+        """Run until ``stop()`` or SIGTERM/SIGINT; then finish or give back running tasks and return."""
+        if not isinstance(tq, TaskQueue):
+            raise ValidationError("tq", f"must be a TaskQueue, got {type(tq).__name__}")
+        if not self._run_lock.acquire(blocking=False):
+            raise TaskQueueError("this Worker is already running; create another Worker for a second run")
+        try:
+            self._run(tq)
+        finally:
+            self._run_lock.release()
+
+    def _run(self, tq: TaskQueue) -> None:
+        queues = self.queues if self.queues is not None else sorted(self.handlers)
+        if not queues:
+            raise ValidationError("queues", "no queues to work on: register a handler or pass queues=")
+        missing = [q for q in queues if q not in self.handlers]
+        name = self.name or default_worker_name()
+        fields = {"worker": name}
+        if missing:
+            log.warning("queues without a handler (their tasks will fail): %s", ", ".join(missing), extra=fields)
+        self._wake.clear()
+        self.ready.clear()
+
+        threads = self.effective_concurrency
+        capacity = Capacity(self.capacity, threads, on_free=self._wake.set)
+        self.capacity_state = capacity
+        claimer = Claimer(tq, capacity, queues=queues, worker=name, lease=self.lease, clock=time.monotonic)
+        completer = Completer(tq, capacity, worker=name)
+        executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads)
+        heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name)
+        listener = Listener(tq.dsn, tq.store, self._wake.set, worker=name)
+        self.listener = listener
+        maintainer = None
+        if self.maintenance:
+            maintainer = Maintainer(
+                tq,
+                worker=name,
+                retention=self.retention,
+                interval=self.maintenance_interval,
+                prune_interval=self.prune_interval,
+            )
+        self.maintainer = maintainer
+
+        previous = self._install_signals()
+        log.info(
+            "worker %s starting: queues=%s capacity=%s concurrency=%d lease=%gs",
+            name,
+            ",".join(queues),
+            self.capacity,
+            threads,
+            self.lease,
+            extra={**fields, "queues": queues, "capacity": self.capacity, "concurrency": threads},
+        )
+        try:
+            completer.start()
+            executor.start()
+            heartbeat.start()
+            listener.start()
+            if maintainer is not None:
+                maintainer.start()
+            self._running.set()
+            self._loop(claimer, executor, tq, listener, fields)
+            self._running.clear()
+            log.info("worker %s stopping: no new claims", name, extra=fields)
+            self._drain(tq, capacity, fields)
+        finally:
+            self._running.clear()
+            listener.stop()
+            heartbeat.stop()
+            executor.stop()
+            completer.stop()
+            if maintainer is not None:
+                maintainer.stop()
+            self._restore_signals(previous)
+            # Ready for another run(); a stop() that came before this run() was honoured.
+            self._stopping.clear()
+            self._abort.clear()
+            log.info("worker %s stopped", name, extra=fields)
+
+    def _loop(
+        self, claimer: Claimer, executor: Executor, tq: TaskQueue, listener: Listener, fields: dict[str, Any]
+    ) -> None:
+        errors = 0
+        while not self._stopping.is_set():
+            # Clear before looking: a wake-up that arrives during the claim is kept.
+            self._wake.clear()
+            try:
+                tasks, asked = claimer.claim()
+                errors = 0
+                for task in tasks:
+                    executor.submit(task)
+                if not self.ready.is_set() and listener.connected.is_set():
+                    self.ready.set()
+                if asked and len(tasks) == asked:
+                    continue  # a full batch: there may be more right away
+                timeout = self.poll_interval
+                if asked:
+                    next_run = tq.next_run_in()
+                    if next_run is not None:
+                        timeout = min(timeout, max(0.0, next_run) + RUN_AT_SLACK)
+            except Exception as exc:
+                errors += 1
+                timeout = min(ERROR_BACKOFF_MAX, 0.1 * 2**errors, self.poll_interval)
+                log.warning("claim round failed (%s); retrying in %.1f s", exc, timeout, extra=fields)
+            self._wake.wait(timeout)
+
+    def _drain(self, tq: TaskQueue, capacity: Capacity, fields: dict[str, Any]) -> None:
+        """Let running handlers finish for up to ``grace``, then give the rest back."""
+        deadline = time.monotonic() + self.grace
+        self._wait_settled(deadline)
+        for task in capacity.take_for_release():
+            try:
+                tq.release(task, reason=f"given back by worker {fields['worker']} at shutdown")
+            except LeaseLost:
+                log.warning("task %s: lease already lost at shutdown", task.id,
+                            extra={**fields, "task_id": task.id, "queue": task.queue, "outcome": "lease_lost"})
+            except Exception as exc:
+                log.warning("task %s: could not give it back (%s); its lease will expire", task.id, exc,
+                            extra={**fields, "task_id": task.id, "queue": task.queue, "outcome": "error"})
+            else:
+                log.warning(
+                    "task %s (queue %s) still running after the grace period; given back to the queue",
+                    task.id,
+                    task.queue,
+                    extra={**fields, "task_id": task.id, "queue": task.queue, "outcome": "released"},
+                )
+
+        # Outcomes already being recorded get a moment to commit.
+        self._abort.clear()
+        self._wait_settled(time.monotonic() + SETTLE_SECONDS)
+
+    def _wait_settled(self, deadline: float) -> None:
+        capacity = self.capacity_state
+        assert capacity is not None
+        while not self._abort.is_set():
+            self._wake.clear()
+            if not capacity.unsettled():
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._wake.wait(min(left, 0.5))
+
+    # -- signals ------------------------------------------------------------
+    def _install_signals(self) -> dict[int, Any] | None:
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        previous = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, self._on_signal)
+        return previous
+
+    @staticmethod
+    def _restore_signals(previous: dict[int, Any] | None) -> None:
+        if previous is None:
+            return
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+

@@ -1,0 +1,164 @@
+"""The claim's cost does not grow with the backlog: it probes ix_tasks_claim and never scans.
+
+EXPLAIN of a PL/pgSQL call shows only the function scan, but its buffer counts
+include every statement the function body ran (checked below with a function
+that scans on purpose), so they measure the whole claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.support.database import Server, fresh_database
+
+ROWS = 100_000
+BUDGET = 500  # shared buffers, hit + read; a scan of the backlog needs thousands
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def backlog_dsn(pg_server: Server, template_db: str) -> Iterator[str]:
+    """Seed 000's worst case: ~100k queued tasks over 10 priorities that do not fit.
+
+    Built once for the module. Each measurement adds the one task that fits
+    (last, at the far end of the walk) and rolls everything back.
+    """
+    with fresh_database(pg_server, template_db) as dsn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO taskqueue.tasks (queue, payload, priority, required, state, max_attempts) "
+                "SELECT 'default', '{}'::jsonb, g %% 10, 100 + g %% 20, 'queued', 3 FROM generate_series(1, %s) g",
+                (ROWS,),
+            )
+            conn.execute("VACUUM ANALYZE taskqueue.tasks")
+        yield dsn
+
+
+@pytest.fixture
+def backlog(backlog_dsn: str) -> Iterator[psycopg.Connection]:
+    conn = psycopg.connect(backlog_dsn)
+    conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+    conn.commit()
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def shared_buffers(node: dict[str, Any]) -> int:
+    return int(node.get("Shared Hit Blocks", 0)) + int(node.get("Shared Read Blocks", 0))
+
+
+def explain(conn: psycopg.Connection, sql: str) -> tuple[int, dict[str, Any]]:
+    """Run ``sql`` under EXPLAIN (ANALYZE, BUFFERS) and roll it back."""
+    row = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql).fetchone()
+    conn.rollback()
+    assert row is not None
+    plan = row[0][0]["Plan"]
+    return shared_buffers(plan), plan
+
+
+CLAIM = "SELECT * FROM claim_tasks(%s, 1, %s, 'plan-test', 60, %s)"
+FITS = (
+    "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+    "VALUES ('default', '{\"fits\": true}', %s, 1, 'queued', 3)"
+)
+
+
+def claim_sql(available: int | None, queues: list[str] | None, desc: bool) -> str:
+    return CLAIM % (
+        "NULL" if available is None else int(available),
+        "NULL" if queues is None else "ARRAY['default']",
+        "true" if desc else "false",
+    )
+
+
+def claim_buffers(conn: psycopg.Connection, available: int | None, queues: list[str] | None, desc: bool) -> int:
+    """Buffers of one claim that must walk every priority to find the last task, the only one that fits."""
+    sql = claim_sql(available, queues, desc)
+    far_end = -1 if desc else 10  # past every backlog priority, in the claim's direction
+    explain(conn, sql)  # warm the function's plan cache and the catalog
+    conn.execute(FITS % far_end)
+    row = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql).fetchone()
+    conn.rollback()
+    assert row is not None
+    plan = row[0][0]["Plan"]
+    assert plan["Node Type"] == "Function Scan" and plan["Actual Rows"] == 1
+    return shared_buffers(plan)
+
+
+def test_function_scan_buffers_include_the_body(backlog: psycopg.Connection) -> None:
+    backlog.execute(
+        "CREATE FUNCTION pg_temp.scan_all() RETURNS bigint LANGUAGE plpgsql AS "
+        "$$ DECLARE n bigint; BEGIN SELECT count(*) INTO n FROM taskqueue.tasks; RETURN n; END $$"
+    )
+    backlog.commit()
+    pages = backlog.execute("SELECT relpages FROM pg_class WHERE oid = 'taskqueue.tasks'::regclass").fetchone()
+    explain(backlog, "SELECT pg_temp.scan_all()")
+    buffers, _ = explain(backlog, "SELECT * FROM pg_temp.scan_all()")
+    heap_pages = max(int(pages[0]) if pages else 0, 500)  # type: ignore[index]
+    assert buffers >= heap_pages  # the body's full scan shows up in the function scan
+
+
+@pytest.mark.parametrize(
+    "available,queues,desc",
+    [(1, None, False), (1, ["default"], False), (1, None, True), (1, ["default"], True), (None, None, False)],
+)
+def test_worst_case_claim_stays_within_buffer_budget(
+    backlog: psycopg.Connection, available: int | None, queues: list[str] | None, desc: bool
+) -> None:
+    buffers = claim_buffers(backlog, available, queues, desc)
+    assert buffers < BUDGET, f"claim touched {buffers} buffers with {ROWS} queued tasks"
+
+
+def test_claim_returns_the_only_task_that_fits(backlog: psycopg.Connection) -> None:
+    for desc, far_end in ((False, 10), (True, -1)):
+        tid = backlog.execute(FITS % far_end + " RETURNING id").fetchone()[0]  # type: ignore[index]
+        row = backlog.execute(claim_sql(1, None, desc).replace("*", "id, required")).fetchone()
+        backlog.rollback()
+        assert row == (tid, 1)
+
+
+def test_naive_query_would_blow_the_budget(backlog: psycopg.Connection) -> None:
+    # The measurement can fail: the plain filter walks every non-fitting row.
+    backlog.execute(FITS % 10)
+    buffers, _ = explain(
+        backlog, "SELECT id FROM tasks WHERE state = 'queued' AND required <= 1 ORDER BY priority, id LIMIT 1"
+    )
+    assert buffers > 2 * BUDGET
+
+
+def _table_counters(dsn: str) -> tuple[int, int]:
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        seq = conn.execute(
+            "SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'taskqueue' AND relname = 'tasks'"
+        ).fetchone()[0]  # type: ignore[index]
+        idx = conn.execute(
+            "SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = 'taskqueue' AND indexrelname = 'ix_tasks_claim'"
+        ).fetchone()[0]  # type: ignore[index]
+    return int(seq), int(idx)
+
+
+def test_claim_uses_claim_index_and_no_seq_scan(backlog: psycopg.Connection, backlog_dsn: str) -> None:
+    backlog.execute("SELECT pg_stat_force_next_flush()")
+    backlog.commit()
+    seq_before, idx_before = _table_counters(backlog_dsn)
+    for desc in (False, True):
+        for queues in ("NULL", "ARRAY['default']"):
+            backlog.execute(FITS % (-1 if desc else 10))
+            row = backlog.execute(
+                f"SELECT id, required FROM claim_tasks(1, 1, {queues}, 'plan-test', 60, {desc})"
+            ).fetchone()
+            assert row is not None and row[1] == 1
+            backlog.rollback()
+    backlog.execute("SELECT pg_stat_force_next_flush()")
+    backlog.commit()
+    seq_after, idx_after = _table_counters(backlog_dsn)
+    assert seq_after == seq_before
+    assert idx_after > idx_before

@@ -1,0 +1,116 @@
+"""Concurrency claims, proven with several processes on one database."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from typing import Any
+
+import psycopg
+import pytest
+
+from taskqueue import TaskQueue
+
+PROCESSES = 4
+pytestmark = pytest.mark.slow
+
+
+def _claim_until_empty(dsn: str, start: Any, out: Any, index: int, available: int, limit: int) -> None:
+    ids: list[int] = []
+    # Half the processes claim one at a time and hold their tasks; the others
+    # claim batches and complete them.
+    single = index % 2 == 1
+    with TaskQueue(dsn, pool_size=1, max_overflow=0) as tq:
+        start.wait(60)
+        empty_rounds = 0
+        while empty_rounds < 3:  # a round can come back empty while others hold locks
+            got = [tq.claim(available=available)] if single else tq.claim_many(available=available, limit=limit)
+            got = [t for t in got if t is not None]
+            if not got:
+                empty_rounds += 1
+                continue
+            empty_rounds = 0
+            for task in got:
+                ids.append(task.id)
+                if not single:
+                    tq.complete(task)
+    out.put(ids)
+
+
+def _hold_pool_claims(dsn: str, start: Any, out: Any, index: int) -> None:
+    held: list[tuple[int, str]] = []
+    with TaskQueue(dsn, pool_size=1, max_overflow=0) as tq:
+        start.wait(60)
+        misses = 0
+        while misses < 3:
+            task = tq.claim()
+            if task is None:
+                misses += 1
+                continue
+            misses = 0
+            held.append((task.id, task.pool))  # type: ignore[arg-type]
+    out.put(held)
+
+
+def _run(target: Any, *args: Any) -> list[Any]:
+    ctx = mp.get_context("spawn")
+    start = ctx.Event()
+    out = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(args[0], start, out, i, *args[1:])) for i in range(PROCESSES)]
+    for p in procs:
+        p.start()
+    start.set()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * PROCESSES
+    return results
+
+
+def _bulk_insert(dsn: str, sql: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        conn.execute(sql)
+
+
+def test_four_processes_never_claim_an_id_twice(tq: TaskQueue, dsn: str) -> None:
+    total = 3000
+    _bulk_insert(
+        dsn,
+        "INSERT INTO taskqueue.tasks (queue, payload, priority, required, state, max_attempts) "
+        f"SELECT 'default', jsonb_build_object('n', g), g % 5, g % 4, 'queued', 3 FROM generate_series(1, {total}) g",
+    )
+    results = _run(_claim_until_empty, dsn, 6, 8)
+    claimed = [tid for ids in results for tid in ids]
+    assert len(claimed) == total
+    assert len(set(claimed)) == total  # no id claimed twice
+    assert all(len(ids) > 0 for ids in results)  # every process took part
+    with psycopg.connect(dsn) as conn:
+        states = dict(conn.execute("SELECT state, count(*) FROM taskqueue.tasks GROUP BY 1").fetchall())
+        attempts = conn.execute("SELECT max(attempts) FROM taskqueue.tasks").fetchone()[0]  # type: ignore[index]
+    assert sum(states.values()) == total and set(states) <= {"done", "running"}
+    assert 0 < states.get("running", 0) < total  # both kinds of claimer took part
+    assert attempts == 1
+
+
+def test_four_processes_fill_pools_exactly_to_their_limits(tq: TaskQueue, dsn: str) -> None:
+    limits = {f"10.0.{i}.0/24": 1 + i % 4 for i in range(12)}
+    for name, limit in limits.items():
+        tq.set_pool_limit(name, limit)
+    specs = [{"payload": {"n": n}, "pool": name} for name in limits for n in range(15)]
+    specs += [{"payload": {"free": n}, "pool": "unlimited"} for n in range(20)]
+    tq.enqueue_many(specs)
+    results = _run(_hold_pool_claims, dsn)
+    held = [item for part in results for item in part]
+    per_pool: dict[str, int] = {}
+    for _tid, pool in held:
+        per_pool[pool] = per_pool.get(pool, 0) + 1
+    assert len({tid for tid, _ in held}) == len(held)
+    assert per_pool == {**limits, "unlimited": 20}  # per-pool totals equal the limits exactly
+    reported = {p.name: (p.limit, p.running) for p in tq.pools()}
+    assert reported == {**{n: (lim, lim) for n, lim in limits.items()}, "unlimited": (None, 20)}
+    with psycopg.connect(dsn) as conn:
+        actual = dict(
+            conn.execute(
+                "SELECT pool, count(*) FROM taskqueue.tasks WHERE state = 'running' GROUP BY pool"
+            ).fetchall()
+        )
+    assert actual == per_pool
