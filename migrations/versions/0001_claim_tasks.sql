@@ -1,3 +1,35 @@
+-- take_pool_slot: one running slot of a pool, if it has room.
+--
+-- p_may_wait: the caller holds no other pool lock (or already holds this
+-- one), so it may wait for the row; otherwise a busy row counts as full
+-- (SKIP LOCKED). Pool rows normally exist from enqueue (ensure_pools); one
+-- deleted meanwhile is created with this slot taken.
+CREATE FUNCTION take_pool_slot(p_pool text, p_may_wait boolean) RETURNS boolean
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $fn$
+BEGIN
+    IF p_may_wait THEN
+        UPDATE pools SET running = running + 1
+         WHERE name = p_pool AND (running_limit IS NULL OR running < running_limit);
+    ELSE
+        UPDATE pools SET running = running + 1
+         WHERE name = (SELECT p.name FROM pools p
+                        WHERE p.name = p_pool
+                          AND (p.running_limit IS NULL OR p.running < p.running_limit)
+                        FOR UPDATE SKIP LOCKED);
+    END IF;
+    IF FOUND THEN
+        RETURN true;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pools p WHERE p.name = p_pool) THEN
+        INSERT INTO pools (name, running) VALUES (p_pool, 1) ON CONFLICT (name) DO NOTHING;
+        RETURN FOUND;
+    END IF;
+    RETURN false;
+END
+$fn$;
+
 -- claim_tasks: the resource-fit claim, as one PL/pgSQL function.
 --
 -- Returns up to p_limit tasks, walking the claimable (queued) tasks in
@@ -56,6 +88,7 @@ DECLARE
     v_taken integer := 0;
     v_row tasks%ROWTYPE;
     v_got boolean;
+    v_may_wait boolean;
     v_promoted bigint;
 BEGIN
     IF p_limit IS NULL OR p_limit < 1 THEN
@@ -214,35 +247,16 @@ BEGIN
                             CONTINUE;
                         END IF;
                         v_best_pool := v_cand.pool;
-                        IF cardinality(v_locked_pools) = 0 OR v_best_pool = ANY (v_locked_pools) THEN
-                            UPDATE pools SET running = running + 1
-                             WHERE name = v_best_pool
-                               AND (running_limit IS NULL OR running < running_limit);
-                            v_got := FOUND;
-                            -- Held even when not updated: a wait ends with the row
-                            -- locked, so later pools must be taken with SKIP LOCKED.
-                            IF NOT v_best_pool = ANY (v_locked_pools) THEN
-                                v_locked_pools := v_locked_pools || v_best_pool;
-                            END IF;
-                        ELSE
-                            UPDATE pools SET running = running + 1
-                             WHERE name = (SELECT p.name FROM pools p
-                                            WHERE p.name = v_best_pool
-                                              AND (p.running_limit IS NULL OR p.running < p.running_limit)
-                                            FOR UPDATE SKIP LOCKED);
-                            v_got := FOUND;
-                        END IF;
-                        IF NOT v_got AND NOT EXISTS (SELECT 1 FROM pools p WHERE p.name = v_best_pool) THEN
-                            INSERT INTO pools (name, running) VALUES (v_best_pool, 1)
-                            ON CONFLICT (name) DO NOTHING;
-                            v_got := FOUND;
+                        v_may_wait := cardinality(v_locked_pools) = 0 OR v_best_pool = ANY (v_locked_pools);
+                        v_got := take_pool_slot(v_best_pool, v_may_wait);
+                        -- A waited-for row stays locked even when full (READ COMMITTED
+                        -- re-check), so it counts as held: later pools use SKIP LOCKED.
+                        IF (v_may_wait OR v_got) AND NOT v_best_pool = ANY (v_locked_pools) THEN
+                            v_locked_pools := v_locked_pools || v_best_pool;
                         END IF;
                         IF NOT v_got THEN
                             v_full := v_full || v_best_pool;
                             CONTINUE;
-                        END IF;
-                        IF NOT v_best_pool = ANY (v_locked_pools) THEN
-                            v_locked_pools := v_locked_pools || v_best_pool;
                         END IF;
                     END IF;
                     v_bulk := v_bulk || v_cand.id;
@@ -296,37 +310,17 @@ BEGIN
             EXIT take WHEN v_best_id IS NULL;
 
             IF v_best_pool IS NOT NULL THEN
-                IF cardinality(v_locked_pools) = 0 OR v_best_pool = ANY (v_locked_pools) THEN
-                    UPDATE pools SET running = running + 1
-                     WHERE name = v_best_pool
-                       AND (running_limit IS NULL OR running < running_limit);
-                    v_got := FOUND;
-                    -- An UPDATE that waited and then found the pool full still
-                    -- holds the row lock (READ COMMITTED re-check), so count the
-                    -- pool as locked: every later pool is taken with SKIP LOCKED.
-                    IF NOT v_best_pool = ANY (v_locked_pools) THEN
-                        v_locked_pools := v_locked_pools || v_best_pool;
-                    END IF;
-                ELSE
-                    UPDATE pools SET running = running + 1
-                     WHERE name = (SELECT p.name FROM pools p
-                                    WHERE p.name = v_best_pool
-                                      AND (p.running_limit IS NULL OR p.running < p.running_limit)
-                                    FOR UPDATE SKIP LOCKED);
-                    v_got := FOUND;
-                END IF;
-                IF NOT v_got AND NOT EXISTS (SELECT 1 FROM pools p WHERE p.name = v_best_pool) THEN
-                    INSERT INTO pools (name, running) VALUES (v_best_pool, 1)
-                    ON CONFLICT (name) DO NOTHING;
-                    v_got := FOUND;
+                v_may_wait := cardinality(v_locked_pools) = 0 OR v_best_pool = ANY (v_locked_pools);
+                v_got := take_pool_slot(v_best_pool, v_may_wait);
+                -- A waited-for row stays locked even when full (READ COMMITTED
+                -- re-check), so it counts as held: later pools use SKIP LOCKED.
+                IF (v_may_wait OR v_got) AND NOT v_best_pool = ANY (v_locked_pools) THEN
+                    v_locked_pools := v_locked_pools || v_best_pool;
                 END IF;
                 IF NOT v_got THEN
                     -- The pool filled up since the probe: leave it out and look again.
                     v_full := v_full || v_best_pool;
                     CONTINUE take;
-                END IF;
-                IF NOT v_best_pool = ANY (v_locked_pools) THEN
-                    v_locked_pools := v_locked_pools || v_best_pool;
                 END IF;
             END IF;
 
