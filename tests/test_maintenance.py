@@ -17,24 +17,10 @@ import pytest
 from taskqueue import Task, TaskQueue, Worker
 from taskqueue.maintenance import Leader, Maintainer, Pruner, Rescuer, leader_key
 from tests.support.worker_app import build_worker, read_log
+from tests.support.polling import sql, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT = 10.0
-
-
-def wait_for(predicate, timeout: float = WAIT, interval: float = 0.02) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
-
-
-def sql(dsn: str, statement: str, *params: Any) -> list[tuple[Any, ...]]:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        cur = conn.execute(statement, params)
-        return cur.fetchall() if cur.description else []
 
 
 def start(worker: Worker, tq: TaskQueue) -> threading.Thread:

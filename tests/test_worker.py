@@ -24,6 +24,7 @@ import pytest
 
 from taskqueue import Permanent, Retry, Task, TaskQueue, TaskQueueError, ValidationError, Worker
 from tests.support.worker_app import read_log
+from tests.support.polling import sql, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT = 10.0  # generous bound for "eventually" (never a speed claim)
@@ -50,21 +51,6 @@ def running(worker: Worker, tq: TaskQueue) -> Iterator[threading.Thread]:
         thread.join(WAIT)
         assert not thread.is_alive(), "worker did not stop"
         assert not errors, errors
-
-
-def wait_for(predicate, timeout: float = WAIT, interval: float = 0.02) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
-
-
-def sql(dsn: str, statement: str, *params: Any) -> list[tuple[Any, ...]]:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        cur = conn.execute(statement, params)
-        return cur.fetchall() if cur.description else []
 
 
 def new_worker(**settings: Any) -> Worker:
