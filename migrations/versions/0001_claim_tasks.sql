@@ -1,15 +1,20 @@
 -- take_pool_slot: one running slot of a pool, if it has room.
 --
--- p_may_wait: the caller holds no other pool lock (or already holds this
--- one), so it may wait for the row; otherwise a busy row counts as full
--- (SKIP LOCKED). Pool rows normally exist from enqueue (ensure_pools); one
--- deleted meanwhile is created with this slot taken.
-CREATE FUNCTION take_pool_slot(p_pool text, p_may_wait boolean) RETURNS boolean
+-- p_locked lists the pool rows this transaction already holds. With none
+-- held (or this one among them) the row may be waited for; otherwise a busy
+-- row counts as full (SKIP LOCKED), so a claim never waits while holding a
+-- pool lock. A waited-for row stays locked even when it turns out full
+-- (READ COMMITTED re-check), so it joins the held list either way. Pool rows
+-- normally exist from enqueue (ensure_pools); one deleted meanwhile is
+-- created with this slot taken.
+CREATE FUNCTION take_pool_slot(p_pool text, INOUT locked text[], OUT got boolean)
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $fn$
+DECLARE
+    v_may_wait boolean := cardinality(locked) = 0 OR p_pool = ANY (locked);
 BEGIN
-    IF p_may_wait THEN
+    IF v_may_wait THEN
         UPDATE pools SET running = running + 1
          WHERE name = p_pool AND (running_limit IS NULL OR running < running_limit);
     ELSE
@@ -19,14 +24,14 @@ BEGIN
                           AND (p.running_limit IS NULL OR p.running < p.running_limit)
                         FOR UPDATE SKIP LOCKED);
     END IF;
-    IF FOUND THEN
-        RETURN true;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM pools p WHERE p.name = p_pool) THEN
+    got := FOUND;
+    IF NOT got AND NOT EXISTS (SELECT 1 FROM pools p WHERE p.name = p_pool) THEN
         INSERT INTO pools (name, running) VALUES (p_pool, 1) ON CONFLICT (name) DO NOTHING;
-        RETURN FOUND;
+        got := FOUND;
     END IF;
-    RETURN false;
+    IF (v_may_wait OR got) AND NOT p_pool = ANY (locked) THEN
+        locked := locked || p_pool;
+    END IF;
 END
 $fn$;
 
@@ -88,7 +93,6 @@ DECLARE
     v_taken integer := 0;
     v_row tasks%ROWTYPE;
     v_got boolean;
-    v_may_wait boolean;
     v_promoted bigint;
 BEGIN
     IF p_limit IS NULL OR p_limit < 1 THEN
@@ -247,13 +251,8 @@ BEGIN
                             CONTINUE;
                         END IF;
                         v_best_pool := v_cand.pool;
-                        v_may_wait := cardinality(v_locked_pools) = 0 OR v_best_pool = ANY (v_locked_pools);
-                        v_got := take_pool_slot(v_best_pool, v_may_wait);
-                        -- A waited-for row stays locked even when full (READ COMMITTED
-                        -- re-check), so it counts as held: later pools use SKIP LOCKED.
-                        IF (v_may_wait OR v_got) AND NOT v_best_pool = ANY (v_locked_pools) THEN
-                            v_locked_pools := v_locked_pools || v_best_pool;
-                        END IF;
+                        SELECT s.got, s.locked INTO v_got, v_locked_pools
+                          FROM take_pool_slot(v_best_pool, v_locked_pools) s;
                         IF NOT v_got THEN
                             v_full := v_full || v_best_pool;
                             CONTINUE;
@@ -310,13 +309,8 @@ BEGIN
             EXIT take WHEN v_best_id IS NULL;
 
             IF v_best_pool IS NOT NULL THEN
-                v_may_wait := cardinality(v_locked_pools) = 0 OR v_best_pool = ANY (v_locked_pools);
-                v_got := take_pool_slot(v_best_pool, v_may_wait);
-                -- A waited-for row stays locked even when full (READ COMMITTED
-                -- re-check), so it counts as held: later pools use SKIP LOCKED.
-                IF (v_may_wait OR v_got) AND NOT v_best_pool = ANY (v_locked_pools) THEN
-                    v_locked_pools := v_locked_pools || v_best_pool;
-                END IF;
+                SELECT s.got, s.locked INTO v_got, v_locked_pools
+                  FROM take_pool_slot(v_best_pool, v_locked_pools) s;
                 IF NOT v_got THEN
                     -- The pool filled up since the probe: leave it out and look again.
                     v_full := v_full || v_best_pool;

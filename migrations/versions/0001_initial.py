@@ -94,7 +94,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(sa.text("DROP FUNCTION IF EXISTS claim_tasks(bigint, integer, text[], text, double precision, boolean)"))
-    op.execute(sa.text("DROP FUNCTION IF EXISTS take_pool_slot(text, boolean)"))
+    op.execute(sa.text("DROP FUNCTION IF EXISTS take_pool_slot(text, text[])"))
     op.drop_table("pools")
     op.drop_index("uq_tasks_dedupe", table_name="tasks")
     op.drop_index("ix_tasks_finished", table_name="tasks")
