@@ -23,8 +23,8 @@ from .schema import SCHEMA_DEFAULT, check_schema_name
 from .spec import (
     ORDERS,
     STATES_FILTER,
+    build_batch,
     build_spec,
-    build_spec_from_mapping,
     check_available,
     check_error_text,
     check_int,
@@ -69,10 +69,11 @@ class TaskQueue:
             to_sqlalchemy_url(self.dsn),
             pool_size=pool_size,
             max_overflow=max_overflow,
-            pool_pre_ping=True,
             connect_args={"application_name": "taskqueue", "connect_timeout": 10},
         )
         configure_engine(self.engine, self.schema)
+        # Same pool; for work that is one statement, so it needs no BEGIN/COMMIT.
+        self._autocommit_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
 
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
@@ -109,6 +110,16 @@ class TaskQueue:
         with self.store.on_foreign_connection(conn):
             yield conn
 
+    @contextlib.contextmanager
+    def _single_statement(self, connection: Connection | Session | None) -> Iterator[Connection]:
+        """For work done in one statement: autocommit on our own connection, else the caller's transaction."""
+        if connection is not None:
+            with self.transaction(connection) as conn:
+                yield conn
+            return
+        with self._autocommit_engine.connect() as conn:
+            yield conn
+
     # -- enqueue ------------------------------------------------------------
     def enqueue(
         self,
@@ -136,12 +147,8 @@ class TaskQueue:
             max_attempts=max_attempts,
             dedupe_key=dedupe_key,
         )
-        with self.transaction(connection) as conn:
-            if spec.pool is not None:
-                self.store.ensure_pools(conn, [spec.pool])
-            task_id, inserted = self.store.insert_task(conn, spec)
-            if inserted:
-                self.store.notify(conn)
+        with self._single_statement(connection) as conn:
+            task_id, _inserted = self.store.enqueue_task(conn, spec)
         return task_id
 
     def enqueue_many(
@@ -154,12 +161,12 @@ class TaskQueue:
             items = list(specs)
         except TypeError:
             raise ValidationError("specs", f"must be an iterable of mappings, got {type(specs).__name__}") from None
-        built = [build_spec_from_mapping(spec, i) for i, spec in enumerate(items)]
-        if not built:
+        batch = build_batch(items)
+        if not len(batch):
             return []
         with self.transaction(connection) as conn:
-            self.store.ensure_pools(conn, [s.pool for s in built if s.pool is not None])
-            ids = self.store.insert_tasks(conn, built)
+            self.store.ensure_pools(conn, [pool for pool in set(batch.pools) if pool is not None])
+            ids = self.store.insert_batch(conn, batch)
             self.store.notify(conn)
         return ids
 

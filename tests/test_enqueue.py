@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 from collections.abc import Iterator
 
 import psycopg
@@ -241,6 +242,92 @@ def test_enqueue_many_with_delays(tq: TaskQueue) -> None:
         ]
     )
     assert [tq.get(i).state for i in ids] == ["scheduled", "scheduled", "queued"]  # type: ignore[union-attr]
+
+
+TRICKY_PAYLOADS: list[object] = [
+    "tab\tnewline\ncarriage\rback\\slash",
+    "\\N",  # COPY's NULL marker, as text
+    {"quote": "'\"", "unicode": "ünïcødé 🚀 中文", "empty": ""},
+    [None, True, False, 0, -1, 1.5, "x" * 10_000],
+    None,
+]
+
+
+def test_enqueue_many_copy_round_trips_every_character(tq: TaskQueue) -> None:
+    ids = tq.enqueue_many([{"payload": p, "queue": "q\\x", "pool": "p\\ool"} for p in TRICKY_PAYLOADS])
+    got = [tq.get(i) for i in ids]
+    assert [t.payload for t in got] == [list(p) if isinstance(p, tuple) else p for p in TRICKY_PAYLOADS]  # type: ignore[union-attr]
+    assert {(t.queue, t.pool) for t in got} == {("q\\x", "p\\ool")}  # type: ignore[union-attr]
+    assert tq.pool("p\\ool") is not None
+
+
+def test_enqueue_many_times_come_from_the_database_clock(tq: TaskQueue, dsn: str) -> None:
+    past = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+    ids = tq.enqueue_many(
+        [{"payload": 0}, {"payload": 1, "delay": 0}, {"payload": 2, "delay": 3600}, {"payload": 3, "run_at": past}]
+    )
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT id, state, run_at - created_at, run_at FROM taskqueue.tasks WHERE id = ANY(%s) ORDER BY id", (ids,)
+        ).fetchall()
+    assert [r[0] for r in rows] == ids
+    assert [r[1] for r in rows] == ["queued", "queued", "scheduled", "queued"]
+    # created_at is the transaction's now(); run_at is that same instant plus the delay.
+    assert [r[2] for r in rows[:3]] == [dt.timedelta(0), dt.timedelta(0), dt.timedelta(hours=1)]
+    assert rows[3][3] == past
+
+
+def test_enqueue_many_ids_are_fifo_across_concurrent_batches(dsn: str) -> None:
+    """Each batch's ids ascend in input order even while other batches draw ids."""
+    results: list[list[int]] = []
+
+    def one(k: int) -> None:
+        with TaskQueue(dsn) as queue:
+            for _ in range(5):
+                results.append(queue.enqueue_many([{"payload": [k, i]} for i in range(500)]))
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 15
+    for ids in results:
+        assert ids == sorted(ids) and len(set(ids)) == 500
+    with psycopg.connect(dsn) as conn:
+        pairs = conn.execute("SELECT id, payload FROM taskqueue.tasks ORDER BY id").fetchall()
+    assert len(pairs) == 7500
+    by_batch: dict[int, list[int]] = {}
+    for _, payload in pairs:
+        by_batch.setdefault(payload[0], []).append(payload[1])
+    for seq in by_batch.values():  # within one producer, input order is id order
+        runs = [seq[i:i + 500] for i in range(0, len(seq), 500)]
+        assert all(run == list(range(500)) for run in runs)
+
+
+def test_pooled_connection_killed_while_idle_is_replaced(tq: TaskQueue, dsn: str) -> None:
+    """The checkout check notices a session the server ended, with no ping round trip."""
+    tq.enqueue("warm")
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        killed = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = 'taskqueue' AND datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()[0]  # type: ignore[index]
+    assert killed >= 1
+    # The server's message and EOF reach the socket asynchronously.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with psycopg.connect(dsn) as probe:
+            left = probe.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'taskqueue'"
+                " AND datname = current_database()"
+            ).fetchone()[0]  # type: ignore[index]
+        if left == 0:
+            break
+        time.sleep(0.01)
+    tid = tq.enqueue("after the kill")
+    assert tq.get(tid) is not None
+    assert tq.enqueue_many([{"payload": 1}, {"payload": 2}]) and count_tasks(dsn) == 4
 
 
 def test_enqueue_many_all_or_nothing_on_database_error(tq: TaskQueue, dsn: str) -> None:

@@ -296,3 +296,59 @@ def test_bad_schema_name() -> None:
     for schema in ("", "Has-Caps", "1abc", "a;drop", "public", "pg_catalog"):
         with pytest.raises(ValidationError, match="schema"):
             TaskQueue("postgresql://localhost/none", schema=schema)
+
+
+# -- enqueue_many's inline checks agree with the careful path -------------------
+
+_NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+DEEP: Any = []
+for _ in range(101):
+    DEEP = [DEEP]
+BATCH_ENTRIES: list[Any] = [
+    {"payload": None},
+    {"payload": {"ip": "10.0.0.1", "ports": [22, 80], "deep": {"a": [1.5, True, None]}}},
+    {"payload": "tab\tnew\nline back\\slash ünï 🚀", "queue": "q", "priority": -(2**31), "required": 2**31 - 1},
+    {"payload": ("tuple", 1), "pool": "10.0.0.0/24", "max_attempts": 1000, "dedupe_key": "k"},
+    {"payload": "a\\u0000b"},  # a backslash before u0000: text, not a NUL; the fast check must not reject it
+    {"payload": 1, "run_at": _NOW},
+    {"payload": 1, "delay": 2.5},
+    {"payload": {1: "int key"}},
+    {"payload": {"x": math.nan}},
+    {"payload": "nul\x00"},
+    {"payload": "lone \ud800"},
+    {"payload": DEEP},
+    {"payload": _Custom()},
+    {"payload": 1, "queue": ""},
+    {"payload": 1, "queue": "   "},
+    {"payload": 1, "queue": "x" * 201},
+    {"payload": 1, "queue": "bell\x07"},
+    {"payload": 1, "pool": "lone \udfff"},
+    {"payload": 1, "priority": True},
+    {"payload": 1, "priority": 2**31},
+    {"payload": 1, "priority": 1.0},
+    {"payload": 1, "required": -1},
+    {"payload": 1, "max_attempts": 0},
+    {"payload": 1, "max_attempts": 1001},
+    {"payload": 1, "dedupe_key": 5},
+    {"payload": 1, "delay": -1},
+    {"payload": 1, "run_at": dt.datetime(2026, 1, 1)},
+    {"payload": 1, "bogus": 1},
+    {"queue": "no payload"},
+    ["not", "a", "mapping"],
+]
+
+
+@pytest.mark.parametrize("entry", BATCH_ENTRIES, ids=range(len(BATCH_ENTRIES)))
+def test_batch_fast_checks_match_the_careful_path(entry: Any) -> None:
+    from taskqueue.spec import build_batch, build_spec_from_mapping
+
+    try:
+        expected: Any = build_spec_from_mapping(entry, 3)
+    except ValidationError as exc:
+        expected = ("error", exc.field, str(exc))
+    try:
+        batch = build_batch([{"payload": 0}, {"payload": 0}, {"payload": 0}, entry])
+        got: Any = batch.specs()[3]
+    except ValidationError as exc:
+        got = ("error", exc.field, str(exc))
+    assert got == expected

@@ -2,20 +2,45 @@
 -- Tables are unqualified: each connection's search_path is the queue schema.
 -- Every value is a bound parameter; no name is ever pasted into SQL.
 
--- name: insert_task
--- One task. The partial unique index makes a concurrent enqueue with the
--- same active dedupe key insert nothing; the caller then looks the task up.
--- The ON CONFLICT target repeats the index predicate, as PostgreSQL requires.
-INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key)
-SELECT :queue, CAST(:payload AS jsonb), :priority, :required, :pool,
-       CASE WHEN r.at > now() THEN 'scheduled' ELSE 'queued' END,
-       :max_attempts, r.at, :dedupe_key
-  FROM (SELECT COALESCE(CAST(:run_at AS timestamptz),
-                        now() + make_interval(secs => COALESCE(CAST(:delay AS double precision), 0))) AS at) r
-ON CONFLICT (queue, dedupe_key)
-   WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'scheduled', 'running')
-   DO NOTHING
-RETURNING id, state, run_at;
+-- name: enqueue_task
+-- One task in one statement, so an enqueue on a connection of our own is one
+-- autocommit round trip: the pool row first (claims only update pool rows),
+-- then the task, then the wake-up signal, which PostgreSQL sends at commit and
+-- only when a row went in. The partial unique index makes a concurrent enqueue
+-- with the same active dedupe key insert nothing; the caller then looks the
+-- holder up. The ON CONFLICT target repeats the index predicate, as
+-- PostgreSQL requires.
+WITH new_pool AS (
+    INSERT INTO pools (name)
+    SELECT CAST(:pool AS text) WHERE CAST(:pool AS text) IS NOT NULL
+    ON CONFLICT (name) DO NOTHING
+), new_task AS (
+    INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key)
+    SELECT :queue, CAST(:payload AS jsonb), :priority, :required, :pool,
+           CASE WHEN r.at > now() THEN 'scheduled' ELSE 'queued' END,
+           :max_attempts, r.at, :dedupe_key
+      FROM (SELECT COALESCE(CAST(:run_at AS timestamptz),
+                            now() + make_interval(secs => COALESCE(CAST(:delay AS double precision), 0))) AS at) r
+    ON CONFLICT (queue, dedupe_key)
+       WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'scheduled', 'running')
+       DO NOTHING
+    RETURNING id
+)
+SELECT id, pg_notify(:channel, '') IS NULL AS signalled FROM new_task;
+
+-- name: reserve_task_ids
+-- Ids for a COPY batch, ascending in input order (FIFO within a priority),
+-- and the transaction's now(): run_at and state of each copied task are
+-- computed from that one database time, exactly as an INSERT would compute
+-- them, since now() stays fixed for the whole transaction.
+SELECT now() AS now,
+       ARRAY(SELECT nextval('tasks_id_seq') FROM generate_series(1, CAST(:n AS integer)) ORDER BY 1) AS ids;
+
+-- name: copy_tasks
+-- enqueue_many's fast path, for batches without dedupe keys (COPY has no
+-- ON CONFLICT): five to ten times the rate of INSERT ... SELECT FROM unnest.
+-- Ids come from reserve_task_ids, so they can go back to the caller.
+COPY tasks (id, queue, payload, priority, required, pool, state, max_attempts, run_at) FROM STDIN;
 
 -- name: insert_tasks
 -- A batch from parallel arrays, one round trip. Ids are drawn in the order of
