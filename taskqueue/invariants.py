@@ -28,6 +28,7 @@ CHECKS: dict[str, str] = {
     "finished_with_lease": "no task that is not running holds a lease",
     "attempts_exceeded": "attempts never exceed max_attempts",
     "overdue_scheduled": "no scheduled task is overdue by more than 5 seconds while claims run",
+    "parked_in_open_pool": "a parked task's pool exists and is full (else it is stranded out of the claim index)",
 }
 
 SEVERITIES = ("violation", "warning")
@@ -170,6 +171,8 @@ def _repair_once(engine: sa.Engine, store: Store) -> list[Repair]:
             )
         for task_id in store.promote_overdue_scheduled(conn):
             done.append(Repair("promote_scheduled", f"task {task_id}", "promoted the overdue task to queued"))
+        for task_id, pool in store.unpark_open_pool_tasks(conn):
+            done.append(Repair("unpark_task", f"task {task_id}", f"unparked it: pool {pool} has room"))
         for pool, old, new in store.recount_pools(conn):
             done.append(Repair("recount_pool", f"pool {pool}", f"running {old} -> {new}"))
     for item in done:

@@ -61,14 +61,16 @@ class TaskRow(Base):
             "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
         ),
         # The claim index: one probe per (queue, priority, required level).
+        # Parked tasks (queued in a full pool) are left out until the pool has room.
         Index(
             "ix_tasks_claim",
             "queue",
             "priority",
             "required",
             "id",
-            postgresql_where=text("state = 'queued'"),
+            postgresql_where=text("state = 'queued' AND NOT parked"),
         ),
+        Index("ix_tasks_parked", "pool", postgresql_where=text("parked AND state = 'queued'")),
         Index("ix_tasks_scheduled", "run_at", postgresql_where=text("state = 'scheduled'")),
         Index("ix_tasks_running", "lease_expires_at", postgresql_where=text("state = 'running'")),
         Index("ix_tasks_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")),
@@ -79,7 +81,7 @@ class TaskRow(Base):
             unique=True,
             postgresql_where=text(f"dedupe_key IS NOT NULL AND {ACTIVE_STATES_SQL}"),
         ),
-        {"comment": "One row per task. Claimable rows are state = 'queued'; see ix_tasks_claim."},
+        {"comment": "One row per task. Claimable rows are state = 'queued' and not parked; see ix_tasks_claim."},
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True, comment="Task id; FIFO order within a priority.")
@@ -103,6 +105,7 @@ class TaskRow(Base):
     dedupe_key: Mapped[str | None] = mapped_column(Text, comment="While the task is active, enqueue with the same (queue, key) returns this id.")
     result: Mapped[Any | None] = mapped_column(JSONB, comment="The handler's return value.")
     error: Mapped[str | None] = mapped_column(Text, comment="Text of the last failure.")
+    parked: Mapped[bool] = mapped_column(server_default=text("false"), comment="Queued in a full pool and left out of ix_tasks_claim until the pool has room.")
 
 
 class PoolRow(Base):

@@ -390,6 +390,9 @@ class Store:
     def promote_overdue_scheduled(self, conn: Connection) -> list[int]:
         return [r.id for r in conn.execute(Q["promote_overdue_scheduled"])]
 
+    def unpark_open_pool_tasks(self, conn: Connection) -> list[tuple[int, str | None]]:
+        return [(r.id, r.pool) for r in conn.execute(Q["unpark_open_pool_tasks"])]
+
     # -- reads and admin ----------------------------------------------------
     def cancel(self, conn: Connection, task_id: int) -> str | None:
         row = conn.execute(Q["cancel_task"], {"id": task_id}).first()

@@ -393,6 +393,9 @@ SELECT * FROM invariant_attempts_exceeded ORDER BY task_id;
 -- name: check_overdue_scheduled
 SELECT * FROM invariant_overdue_scheduled ORDER BY task_id;
 
+-- name: check_parked_in_open_pool
+SELECT * FROM invariant_parked_in_open_pool ORDER BY task_id;
+
 -- name: set_local_lock_timeout
 -- Repair: wait at most this long for any lock, for this transaction only, so
 -- a repair yields to claims and completions instead of joining a deadlock.
@@ -454,6 +457,16 @@ RETURNING id;
 UPDATE tasks SET state = 'queued'
  WHERE state = 'scheduled' AND run_at < now() - interval '5 seconds'
 RETURNING id;
+
+-- name: unpark_open_pool_tasks
+-- Repair: parked tasks whose pool has room (or no row) go back into the claim
+-- index. The pool trigger does this on every release; this catches a pool
+-- emptied behind its back (TRUNCATE, or a hand-edited row with triggers off).
+UPDATE tasks t SET parked = false
+ WHERE t.parked AND t.state = 'queued'
+   AND NOT EXISTS (SELECT 1 FROM pools p
+                    WHERE p.name = t.pool AND p.running_limit IS NOT NULL AND p.running >= p.running_limit)
+RETURNING t.id, t.pool;
 
 -- name: delete_all_tasks
 -- The demo starts from an empty queue in its own schema (never a user's):

@@ -1,0 +1,167 @@
+"""Parking: a claim takes full pools' tasks out of the claim index; a free slot puts them back.
+
+The invariant behind it: a parked task's pool exists and is full at every
+commit, so parking never changes what a claim returns, only what it walks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from taskqueue import TaskQueue
+
+
+def parked(dsn: str) -> list[int]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT id FROM taskqueue.tasks WHERE parked AND state = 'queued' ORDER BY id"
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+@pytest.fixture
+def full_pool(tq: TaskQueue, dsn: str) -> Iterator[tuple[TaskQueue, object, list[int], int]]:
+    """Pool 'net' (limit 1) runs one task; three more wait behind it, then one plain task."""
+    tq.set_pool_limit("net", 1)
+    ids = tq.enqueue_many([{"payload": i, "pool": "net"} for i in range(4)])
+    plain = tq.enqueue("plain")
+    running = tq.claim()
+    assert running is not None and running.id == ids[0]
+    yield tq, running, ids[1:], plain
+
+
+def test_claim_parks_full_pool_tasks_it_walks_past(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]
+    tq, _running, waiting, plain = full_pool
+    assert parked(dsn) == []
+    got = tq.claim()
+    assert got is not None and got.id == plain
+    assert parked(dsn) == waiting
+    assert tq.claim() is None
+    assert tq.check().ok
+
+
+def test_release_unparks_in_the_same_transaction_and_order_holds(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]
+    tq, running, waiting, plain = full_pool
+    assert tq.claim().id == plain  # type: ignore[union-attr]
+    assert parked(dsn) == waiting
+    tq.complete(running)
+    assert parked(dsn) == []
+    assert [tq.claim().id for _ in range(1)] == waiting[:1]  # type: ignore[union-attr]
+    assert tq.check().ok
+
+
+@pytest.mark.parametrize("how", ["fail", "retry", "raise limit", "no limit", "delete pool", "recount"])
+def test_every_way_a_pool_gets_room_unparks(full_pool, dsn: str, how: str) -> None:  # type: ignore[no-untyped-def]
+    tq, running, waiting, plain = full_pool
+    assert tq.claim().id == plain  # type: ignore[union-attr]
+    assert parked(dsn) == waiting
+    if how == "fail":
+        tq.fail(running, "boom", retry=False)
+    elif how == "retry":
+        tq.fail(running, "again", retry_in=3600)
+    elif how == "raise limit":
+        tq.set_pool_limit("net", 2)
+    elif how == "no limit":
+        tq.set_pool_limit("net", None)
+    else:
+        with psycopg.connect(dsn) as conn:
+            if how == "delete pool":
+                conn.execute("DELETE FROM taskqueue.pools WHERE name = 'net'")
+            else:  # an operator's hand-made count fix goes through the same trigger
+                conn.execute("UPDATE taskqueue.pools SET running = 0 WHERE name = 'net'")
+    assert parked(dsn) == []
+    got = tq.claim()
+    assert got is not None and got.id == waiting[0]
+
+
+def test_parking_rolls_back_with_a_peek(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]
+    tq, _running, _waiting, plain = full_pool
+    peeked = tq.peek()
+    assert peeked is not None and peeked.id == plain
+    assert parked(dsn) == []
+
+
+def test_cancel_of_a_parked_task(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]
+    tq, running, waiting, plain = full_pool
+    assert tq.claim().id == plain  # type: ignore[union-attr]
+    assert tq.cancel(waiting[0])
+    assert tq.get(waiting[0]).state == "cancelled"  # type: ignore[union-attr]
+    tq.complete(running)
+    assert tq.claim().id == waiting[1]  # type: ignore[union-attr]
+
+
+def test_a_level_of_only_full_pool_tasks_is_parked_and_then_skipped(tq: TaskQueue, dsn: str) -> None:
+    tq.set_pool_limit("net", 0)
+    stuck = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 0} for i in range(1200)])
+    later = tq.enqueue("later", priority=5)
+    # park_tasks looks at up to 500 rows per call: three claims park all 1,200.
+    got = tq.claim()
+    assert got is not None and got.id == later
+    assert len(parked(dsn)) == 500
+    assert tq.claim() is None and tq.claim() is None
+    assert parked(dsn) == stuck
+    tq.set_pool_limit("net", 1)
+    assert parked(dsn) == []
+    assert tq.claim().id == stuck[0]  # type: ignore[union-attr]
+
+
+def test_stranded_parked_task_is_reported_and_repaired(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]
+    tq, running, waiting, plain = full_pool
+    assert tq.claim().id == plain  # type: ignore[union-attr]
+    with psycopg.connect(dsn) as conn:  # free the slot behind the trigger's back
+        conn.execute("ALTER TABLE taskqueue.pools DISABLE TRIGGER unpark_on_free_slot")
+        conn.execute("UPDATE taskqueue.pools SET running_limit = 5 WHERE name = 'net'")
+        conn.execute("ALTER TABLE taskqueue.pools ENABLE TRIGGER unpark_on_free_slot")
+    report = tq.check()
+    assert not report.ok
+    assert {v.check for v in report.violations} == {"parked_in_open_pool"}
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT subject FROM taskqueue.invariant_violations").fetchall()
+    assert sorted(r[0] for r in rows) == sorted(f"task {i}" for i in waiting)
+    fixed = tq.check(repair=True)
+    assert fixed.ok and {r.action for r in fixed.repaired} == {"unpark_task"}
+    assert parked(dsn) == []
+    assert tq.claim().id == waiting[0]  # type: ignore[union-attr]
+
+
+def _claim_buffers(conn: psycopg.Connection) -> int:
+    """Buffers of one claim, rolled back. Run twice on one connection: the first call plans."""
+    row = conn.execute(
+        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM claim_tasks(NULL, 1, NULL, 'plan-test', 60, false)"
+    ).fetchone()
+    conn.rollback()
+    assert row is not None
+    plan = row[0][0]["Plan"]
+    assert plan["Actual Rows"] == 1
+    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
+
+
+def test_parked_tasks_are_not_walked(tq: TaskQueue, dsn: str) -> None:
+    """Buffer counts, which are deterministic where time is not: parked rows cost the claim nothing."""
+    tq.set_pool_limit("net", 0)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO taskqueue.tasks (queue, payload, priority, required, pool, state, max_attempts)"
+            " SELECT 'default', '{}', 0, 0, 'net', 'queued', 3 FROM generate_series(1, 5000)"
+        )
+        conn.execute(
+            "INSERT INTO taskqueue.tasks (queue, payload, priority, required, state, max_attempts)"
+            " SELECT 'default', '{}', 0, 0, 'queued', 3 FROM generate_series(1, 20)"
+        )
+        conn.execute("VACUUM ANALYZE taskqueue.tasks")
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.commit()
+        _claim_buffers(conn)
+        walking = _claim_buffers(conn)  # walks all 5,000 (and parks 500, rolled back)
+        while len(parked(dsn)) < 5000:
+            assert tq.claim() is not None
+        with psycopg.connect(dsn, autocommit=True) as other:
+            other.execute("VACUUM ANALYZE taskqueue.tasks")
+        _claim_buffers(conn)
+        after = _claim_buffers(conn)
+    assert after < 100, f"a claim past 5,000 parked tasks touched {after} buffers"
+    assert walking > 10 * after, (walking, after)
