@@ -151,22 +151,21 @@ class Store:
         row = conn.execute(Q["reserve_task_ids"], {"n": len(batch)}).one()
         now: dt.datetime = row.now
         ids: list[int] = row.ids
+        columns = (ids, batch.queues, batch.payloads, batch.priorities, batch.requireds, batch.pools)
         if batch.has_times:
             ats = [
                 at if at is not None else now if delay is None else now + dt.timedelta(seconds=delay)
                 for at, delay in zip(batch.run_ats, batch.delays)
             ]
             states = ["scheduled" if at > now else "queued" for at in ats]
+            statement, rows = SQL["copy_tasks"], zip(*columns, states, batch.max_attempts, ats)
         else:
-            ats = [now] * len(batch)
             states = ["queued"] * len(batch)
+            statement, rows = SQL["copy_tasks_now"], zip(*columns, states, batch.max_attempts)
         cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        with cursor, cursor.copy(SQL["copy_tasks"]) as copy:
+        with cursor, cursor.copy(statement) as copy:
             write = copy.write_row
-            for task_row in zip(
-                ids, batch.queues, batch.payloads, batch.priorities, batch.requireds,
-                batch.pools, states, batch.max_attempts, ats,
-            ):
+            for task_row in rows:
                 write(task_row)
         return ids
 

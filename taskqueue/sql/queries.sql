@@ -38,9 +38,15 @@ SELECT now() AS now,
 
 -- name: copy_tasks
 -- enqueue_many's fast path, for batches without dedupe keys (COPY has no
--- ON CONFLICT): five to ten times the rate of INSERT ... SELECT FROM unnest.
+-- ON CONFLICT): several times the rate of INSERT ... SELECT FROM unnest.
 -- Ids come from reserve_task_ids, so they can go back to the caller.
 COPY tasks (id, queue, payload, priority, required, pool, state, max_attempts, run_at) FROM STDIN;
+
+-- name: copy_tasks_now
+-- copy_tasks for a batch in which no task gave run_at or delay: run_at takes
+-- its default, now(), on the server, which saves formatting and parsing a
+-- timestamp per row (about a sixth of the COPY's time).
+COPY tasks (id, queue, payload, priority, required, pool, state, max_attempts) FROM STDIN;
 
 -- name: insert_tasks
 -- A batch from parallel arrays, one round trip. Ids are drawn in the order of
