@@ -177,19 +177,24 @@ def check_number(value: Any, field: str, *, minimum: float, maximum: float, stri
     return number
 
 
+def _plain_name(value: str) -> bool:
+    """The one definition of a good name; check_name says what is wrong with the others."""
+    return 0 < len(value) <= MAX_NAME_LENGTH and not value.isspace() and _BAD_NAME_CHAR.search(value) is None
+
+
 def check_name(value: Any, field: str) -> str:
     """Queue, pool, worker and dedupe names: non-empty printable text up to 200 characters."""
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, got {type(value).__name__} {value!r}")
+    if _plain_name(value):
+        return value
     if value == "" or value.strip() == "":
         raise ValidationError(field, "must not be empty or blank")
     if len(value) > MAX_NAME_LENGTH:
         raise ValidationError(field, f"is {len(value)} characters long, over the limit of {MAX_NAME_LENGTH}")
-    if _BAD_NAME_CHAR.search(value) is not None:
-        if _CONTROL_CHAR.search(value) is not None:
-            raise ValidationError(field, "must not contain control characters")
-        raise ValidationError(field, "must not contain unpaired surrogates")
-    return value
+    if _CONTROL_CHAR.search(value) is not None:
+        raise ValidationError(field, "must not contain control characters")
+    raise ValidationError(field, "must not contain unpaired surrogates")
 
 
 def check_optional_name(value: Any, field: str) -> str | None:
@@ -297,6 +302,7 @@ def build_spec_from_mapping(spec: Any, index: int) -> TaskSpec:
     except ValidationError as exc:
         raise ValidationError(f"specs[{index}].{exc.field}", str(exc).split(": ", 1)[1]) from None
 
+
 @dataclass(slots=True)
 class TaskBatch:
     """A validated ``enqueue_many`` batch, column by column, in input order.
@@ -354,7 +360,7 @@ def _name_ok(value: Any, seen: set[str]) -> bool:
         return False
     if value in seen:
         return True
-    if 0 < len(value) <= MAX_NAME_LENGTH and not value.isspace() and _BAD_NAME_CHAR.search(value) is None:
+    if _plain_name(value):
         seen.add(value)
         return True
     return False

@@ -445,3 +445,15 @@ def test_bad_input_rolls_back_nothing_for_caller(tq: TaskQueue, dsn: str, user_e
             tq.enqueue("bad", priority="high", connection=conn)  # type: ignore[arg-type]
         conn.commit()  # the caller's transaction is still usable
     assert count_tasks(dsn) == 1
+
+
+def test_store_driver_statements_have_no_literal_colons() -> None:
+    """The driver-side statements are converted textually; a ':word' in a literal would be mangled."""
+    import re
+
+    from taskqueue.store import DRIVER, SQL
+
+    for name in DRIVER:
+        literals = re.findall(r"'[^']*'", SQL[name])
+        assert not [lit for lit in literals if re.search(r":\w", lit)], name
+        assert "%(" in DRIVER[name] and not re.search(r"(?<![:\w]):[A-Za-z_]", DRIVER[name]), name
