@@ -114,3 +114,64 @@ def test_four_processes_fill_pools_exactly_to_their_limits(tq: TaskQueue, dsn: s
             ).fetchall()
         )
     assert actual == per_pool
+
+
+def _claim_and_complete(dsn: str, start: Any, out: Any, index: int) -> None:
+    ids: list[int] = []
+    with TaskQueue(dsn, pool_size=1, max_overflow=0) as tq:
+        start.wait(60)
+        empty_rounds = 0
+        while empty_rounds < 3:
+            task = tq.claim(worker=f"p{index}")
+            if task is None:
+                empty_rounds += 1
+                continue
+            empty_rounds = 0
+            ids.append(task.id)
+            tq.complete(task)
+    out.put(ids)
+
+
+def parked_count(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT count(*) FROM taskqueue.tasks WHERE parked AND state = 'queued'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_four_processes_park_and_unpark_without_losing_a_task(tq: TaskQueue, dsn: str) -> None:
+    """Pools that flicker between full and free, and pools held full until the end."""
+    flicker = [f"10.1.{i}.0/24" for i in range(8)]
+    blocked = [f"10.2.{i}.0/24" for i in range(4)]
+    for name in (*flicker, *blocked):
+        tq.set_pool_limit(name, 1)
+    tq.enqueue_many([{"payload": {"hold": name}, "pool": name, "priority": -1} for name in blocked])
+    holders = [tq.claim() for _ in blocked]
+    assert all(h is not None and h.pool in blocked for h in holders)
+    specs: list[dict[str, Any]] = []
+    for n in range(150):  # interleaved in id order, as a scanner would enqueue them
+        specs += [{"payload": {"n": n}, "pool": name} for name in (*flicker, *blocked)]
+        specs.append({"payload": {"free": n}})
+    ids = tq.enqueue_many(specs)
+    blocked_ids = {tid for tid, spec in zip(ids, specs) if spec.get("pool") in blocked}
+
+    first = [tid for part in _run(_claim_and_complete, dsn) for tid in part]
+    assert len(first) == len(set(first)) == len(ids) - len(blocked_ids)
+    assert not blocked_ids & set(first)
+    assert tq.claim() is None  # finishes parking whatever the processes skipped as busy
+    assert parked_count(dsn) == len(blocked_ids)
+    assert tq.check().ok
+
+    for holder in holders:  # each completion frees its pool and unparks its tasks
+        tq.complete(holder)  # type: ignore[arg-type]
+    assert parked_count(dsn) == 0
+
+    second = [tid for part in _run(_claim_and_complete, dsn) for tid in part]
+    assert sorted(second) == sorted(blocked_ids)
+    with psycopg.connect(dsn) as conn:
+        states = dict(conn.execute("SELECT state, count(*) FROM taskqueue.tasks GROUP BY 1").fetchall())
+        attempts = conn.execute("SELECT max(attempts) FROM taskqueue.tasks").fetchone()[0]  # type: ignore[index]
+    assert states == {"done": len(ids) + len(holders)}
+    assert attempts == 1  # nothing ran twice
+    report = tq.check()
+    assert report.ok, report
