@@ -173,7 +173,7 @@ DECLARE
     v_full text[] := '{}';
     v_locked_pools text[] := '{}';
     v_taken integer := 0;
-    v_row tasks%ROWTYPE;
+    v_used bigint;
     v_got boolean;
     v_promoted bigint;
 BEGIN
@@ -361,76 +361,63 @@ BEGIN
                 -- Locked rows skipped for a full pool grew v_full: look again.
                 EXIT take WHEN v_seen = 0;
                 CONTINUE take WHEN cardinality(v_bulk) = 0;
-                RETURN QUERY
-                    WITH u AS (
-                        UPDATE tasks
-                           SET state = 'running',
-                               attempts = attempts + 1,
-                               started_at = now(),
-                               worker = p_worker,
-                               lease_token = gen_random_uuid(),
-                               lease_seconds = p_lease,
-                               lease_expires_at = now() + make_interval(secs => p_lease)
-                         WHERE id = ANY (v_bulk)
-                        RETURNING *)
-                    SELECT * FROM u ORDER BY u.id;
-                v_taken := v_taken + cardinality(v_bulk);
-                EXIT priorities WHEN v_taken >= p_limit;
-                IF p_available IS NOT NULL THEN
-                    v_remaining := v_remaining - v_lv_reqs[1] * cardinality(v_bulk);
+                v_used := v_lv_reqs[1] * cardinality(v_bulk);
+            ELSE
+                FOR v_i IN 1 .. COALESCE(cardinality(v_lv_ids), 0) LOOP
+                    EXIT WHEN v_best_id IS NOT NULL AND v_lv_ids[v_i] >= v_best_id;
+                    SELECT t.id, t.pool, t.required INTO v_cand FROM tasks t
+                     WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_lv_queues[v_i] AND t.priority = v_prio
+                       AND t.required >= v_lv_reqs[v_i] AND t.required <= v_lv_reqs[v_i]
+                       AND t.id >= v_lv_ids[v_i]
+                       AND t.id < COALESCE(v_best_id, 9223372036854775807)
+                       AND (t.pool IS NULL OR (
+                            t.pool <> ALL (v_full)
+                            AND NOT EXISTS (SELECT 1 FROM pools p
+                                             WHERE p.name = t.pool
+                                               AND p.running_limit IS NOT NULL
+                                               AND p.running >= p.running_limit)))
+                     ORDER BY t.queue, t.priority, t.required, t.id LIMIT 1
+                     FOR UPDATE OF t SKIP LOCKED;
+                    IF FOUND THEN
+                        v_best_id := v_cand.id;
+                        v_best_pool := v_cand.pool;
+                        v_best_required := v_cand.required;
+                    END IF;
+                END LOOP;
+                EXIT take WHEN v_best_id IS NULL;
+
+                IF v_best_pool IS NOT NULL THEN
+                    SELECT s.got, s.locked INTO v_got, v_locked_pools
+                      FROM take_pool_slot(v_best_pool, v_locked_pools) s;
+                    IF NOT v_got THEN
+                        -- The pool filled up since the probe: leave it out and look again.
+                        v_full := v_full || v_best_pool;
+                        CONTINUE take;
+                    END IF;
                 END IF;
-                CONTINUE take;
+
+                v_bulk := ARRAY[v_best_id];
+                v_used := v_best_required;
             END IF;
 
-            FOR v_i IN 1 .. COALESCE(cardinality(v_lv_ids), 0) LOOP
-                EXIT WHEN v_best_id IS NOT NULL AND v_lv_ids[v_i] >= v_best_id;
-                SELECT t.id, t.pool, t.required INTO v_cand FROM tasks t
-                 WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_lv_queues[v_i] AND t.priority = v_prio
-                   AND t.required >= v_lv_reqs[v_i] AND t.required <= v_lv_reqs[v_i]
-                   AND t.id >= v_lv_ids[v_i]
-                   AND t.id < COALESCE(v_best_id, 9223372036854775807)
-                   AND (t.pool IS NULL OR (
-                        t.pool <> ALL (v_full)
-                        AND NOT EXISTS (SELECT 1 FROM pools p
-                                         WHERE p.name = t.pool
-                                           AND p.running_limit IS NOT NULL
-                                           AND p.running >= p.running_limit)))
-                 ORDER BY t.queue, t.priority, t.required, t.id LIMIT 1
-                 FOR UPDATE OF t SKIP LOCKED;
-                IF FOUND THEN
-                    v_best_id := v_cand.id;
-                    v_best_pool := v_cand.pool;
-                    v_best_required := v_cand.required;
-                END IF;
-            END LOOP;
-            EXIT take WHEN v_best_id IS NULL;
-
-            IF v_best_pool IS NOT NULL THEN
-                SELECT s.got, s.locked INTO v_got, v_locked_pools
-                  FROM take_pool_slot(v_best_pool, v_locked_pools) s;
-                IF NOT v_got THEN
-                    -- The pool filled up since the probe: leave it out and look again.
-                    v_full := v_full || v_best_pool;
-                    CONTINUE take;
-                END IF;
-            END IF;
-
-            UPDATE tasks
-               SET state = 'running',
-                   attempts = attempts + 1,
-                   started_at = now(),
-                   worker = p_worker,
-                   lease_token = gen_random_uuid(),
-                   lease_seconds = p_lease,
-                   lease_expires_at = now() + make_interval(secs => p_lease)
-             WHERE id = v_best_id
-            RETURNING * INTO v_row;
-            RETURN NEXT v_row;
-
-            v_taken := v_taken + 1;
+            -- Start what was chosen, one task or a batch, in one statement.
+            RETURN QUERY
+                WITH u AS (
+                    UPDATE tasks
+                       SET state = 'running',
+                           attempts = attempts + 1,
+                           started_at = now(),
+                           worker = p_worker,
+                           lease_token = gen_random_uuid(),
+                           lease_seconds = p_lease,
+                           lease_expires_at = now() + make_interval(secs => p_lease)
+                     WHERE id = ANY (v_bulk)
+                    RETURNING *)
+                SELECT * FROM u ORDER BY u.id;
+            v_taken := v_taken + cardinality(v_bulk);
             EXIT priorities WHEN v_taken >= p_limit;
             IF p_available IS NOT NULL THEN
-                v_remaining := v_remaining - v_best_required;
+                v_remaining := v_remaining - v_used;
             END IF;
         END LOOP take;
     END LOOP priorities;
