@@ -441,6 +441,7 @@ class Store:
             }
             for r in conn.execute(Q["count_waiting_by_queue_priority"])
         ]
+        parked = {r.pool: r.n for r in conn.execute(Q["count_parked_by_pool"])}
         finished = conn.execute(Q["count_finished_since"], {"seconds": throughput_window}).scalar_one()
         now = conn.execute(Q["database_now"]).first()
         return {
@@ -448,7 +449,11 @@ class Store:
             "by_queue": by_queue,
             "waiting_by_priority": waiting,
             "oldest_waiting_seconds": max((w["oldest_wait_seconds"] for w in waiting), default=0.0),
-            "pools": [{"name": p.name, "limit": p.limit, "running": p.running} for p in self.pools(conn)],
+            "pools": [
+                {"name": p.name, "limit": p.limit, "running": p.running, "parked": parked.get(p.name, 0)}
+                for p in self.pools(conn)
+            ],
+            "parked": sum(parked.values()),
             "throughput_per_second": finished / throughput_window,
             "total": sum(by_state.values()),
             "database_time": now.now.isoformat(),

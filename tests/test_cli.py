@@ -203,6 +203,7 @@ def test_stats_tasks_and_show(dsn: str, tq: TaskQueue) -> None:
 
     table = run_cli("stats", dsn=dsn)
     assert table.returncode == 0 and "waiting by priority" in table.stdout
+    assert "parked 0" in table.stdout and stats["parked"] == 0
 
     listed = json.loads(run_cli("tasks", "--queue", "a", "--state", "queued", "--json", dsn=dsn).stdout)
     assert sorted(t["id"] for t in listed) == sorted(set(ids[:3]) - {claimed.id})

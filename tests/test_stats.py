@@ -44,7 +44,7 @@ def test_stats_count_every_state(tq: TaskQueue, dsn: str) -> None:
     }
     assert stats["total"] == 11
     assert stats["by_queue"]["b"]["queued"] == 2 and stats["by_queue"]["b"]["done"] == 0
-    assert stats["pools"] == [{"name": "p", "limit": 5, "running": 1}]
+    assert stats["pools"] == [{"name": "p", "limit": 5, "running": 1, "parked": 0}]
     assert t4.state == "running"
     assert stats["throughput_per_second"] > 0
     assert sum(w["waiting"] for w in stats["waiting_by_priority"]) == 5

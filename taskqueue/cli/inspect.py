@@ -46,13 +46,16 @@ def stats_view(stats: dict[str, Any]) -> Group:
         )
 
     pools = Table(title="pools")
-    for column in ("pool", "running", "limit"):
+    for column in ("pool", "running", "limit", "parked"):
         pools.add_column(column, justify="left" if column == "pool" else "right")
     for pool in stats["pools"]:
-        pools.add_row(pool["name"], str(pool["running"]), "-" if pool["limit"] is None else str(pool["limit"]))
+        pools.add_row(
+            pool["name"], str(pool["running"]), "-" if pool["limit"] is None else str(pool["limit"]), str(pool["parked"])
+        )
 
     summary = (
-        f"total {stats['total']}  ·  oldest waiting {fmt_seconds(stats['oldest_waiting_seconds'])}"
+        f"total {stats['total']}  ·  parked {stats['parked']}"
+        f"  ·  oldest waiting {fmt_seconds(stats['oldest_waiting_seconds'])}"
         f"  ·  throughput {stats['throughput_per_second']:.2f}/s (last minute)"
         f"  ·  at {stats['database_time']}"
     )

@@ -318,6 +318,11 @@ SELECT queue, CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' EL
        count(*) AS n
   FROM tasks GROUP BY 1, 2 ORDER BY 1, 2;
 
+-- name: count_parked_by_pool
+-- Queued tasks waiting out of the claim index because their pool is full
+-- (read from ix_tasks_parked).
+SELECT pool, count(*) AS n FROM tasks WHERE parked AND state = 'queued' GROUP BY pool;
+
 -- name: count_finished_since
 -- Throughput: tasks that reached a final state in the last :seconds.
 SELECT count(*) AS n FROM tasks
