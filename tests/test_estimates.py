@@ -74,6 +74,7 @@ def test_waiting_heads_is_the_claim_order(tq: TaskQueue, descending: bool) -> No
     order = "max" if descending else "min"
     got = heads(tq, descending=descending)
     assert heads(tq, descending=descending, limit=17) == got[:17]
+    assert heads(tq, queues=["a", "b"], descending=descending, limit=17) == got[:17]
     assert heads(tq, queues=["b"], descending=descending) == [
         i for i in got if tq.get(i).queue == "b"  # type: ignore[union-attr]
     ]

@@ -1,7 +1,7 @@
 """Worker registry, reservations, task estimates and the learnt per-queue estimate.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-23
 
 Workers see each other so that a fleet can schedule fairly (seed 003): each
@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 from taskqueue.migrate import load_sql_objects
 
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
