@@ -40,6 +40,9 @@ def enqueue(
     max_attempts: Annotated[
         int | None, typer.Option("--max-attempts", help="Attempts before it fails for good [default: 3].")
     ] = None,
+    estimate: Annotated[
+        float | None, typer.Option("--estimate", help="Expected run time in seconds, for the scheduling policies.")
+    ] = None,
     dedupe_key: Annotated[
         str | None, typer.Option("--dedupe-key", help="At most one active task per key; returns the holder's id.")
     ] = None,
@@ -63,6 +66,7 @@ def enqueue(
         "delay": delay,
         "max_attempts": max_attempts,
         "dedupe_key": dedupe_key,
+        "estimate": estimate,
     }
     options = {k: v for k, v in given.items() if v is not None}
     if file is not None:
