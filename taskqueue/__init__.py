@@ -4,7 +4,14 @@ Priorities, resource-fit claims, concurrency pools, leases with fencing
 tokens, retries and delays; every state change is one transaction.
 """
 
-from .errors import LeaseLost, Permanent, Retry, TaskQueueError, ValidationError
+from .errors import (
+    LeaseLost,
+    Permanent,
+    Retry,
+    ServiceFailed,
+    TaskQueueError,
+    ValidationError,
+)
 from .invariants import CheckReport
 from .network import network_pool
 from .queue import TaskQueue
@@ -17,6 +24,7 @@ __all__ = [
     "Permanent",
     "Pool",
     "Retry",
+    "ServiceFailed",
     "Task",
     "TaskQueue",
     "TaskQueueError",

@@ -47,3 +47,14 @@ class Retry(TaskQueueError):
 
 class Permanent(TaskQueueError):
     """Raised by a handler to fail its task with no further attempts."""
+
+
+class ServiceFailed(TaskQueueError):
+    """A worker service kept crashing; the worker gave up (after giving its running tasks back)."""
+
+    def __init__(self, service: str, crashes: int, window: float, error: BaseException | None) -> None:
+        self.service = service
+        self.crashes = crashes
+        self.error = error
+        detail = "" if error is None else f": {type(error).__name__}: {error}"
+        super().__init__(f"worker service {service!r} crashed {crashes} times within {window:g} s{detail}")

@@ -24,7 +24,7 @@ def test_non_default_schema_is_isolated(tq: TaskQueue, dsn: str) -> None:
         other.complete(task)
         assert tq.get(mine).state == "running"  # type: ignore[union-attr]
         assert other.stats()["by_state"]["done"] == 1 and tq.stats()["by_state"]["done"] == 0
-        assert tq.store.channel != other.store.channel
+        assert tq.channel != other.channel
     with psycopg.connect(dsn) as conn:
         names = {
             r[0]

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from ..errors import ValidationError
 from ..spec import build_spec, build_spec_from_mapping
