@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from .dsn import to_sqlalchemy_url
-from .errors import ValidationError
+from .errors import DatabaseError, SchemaMissing, ValidationError
 from .sql import STATEMENTS
 from .store.requests import Copy, Op, Query, Request, Rollback
 
@@ -197,12 +197,15 @@ class Database:
         self.engine.dispose()
 
     def run(self, op: Op[T], connection: Connectable = None, *, mode: Mode = "transaction") -> T:
-        """Run an operation: its validation first, then its requests on a connection held as ``mode`` says."""
+        """Run an operation: its validation first, then its requests on a connection held as ``mode`` says.
+
+        A database error comes out as DatabaseError, raised from the driver's error.
+        """
         try:
             request = next(op)
         except StopIteration as stop:  # answered without the database (or refused its input)
             return stop.value  # type: ignore[no-any-return]
-        with self.connection(connection, mode) as conn:
+        with translated(), self.connection(connection, mode) as conn:
             return drive(conn, op, request)
 
     @contextlib.contextmanager
@@ -220,9 +223,9 @@ class Database:
             with self._autocommit_engine.connect() as conn:
                 yield conn
         elif mode == "snapshot":
-            with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-                with conn.begin():
-                    yield conn
+            snapshot = self.engine.connect().execution_options(isolation_level="REPEATABLE READ")
+            with snapshot as conn, conn.begin():
+                yield conn
         else:
             with self.engine.connect() as conn:
                 try:
@@ -249,6 +252,32 @@ class Database:
             conn.execute(_TEXT["set_local_search_path"], {"path": previous})
 
 
+_SCHEMA_MISSING = (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedFunction, psycopg.errors.InvalidSchemaName)
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """Database errors (the driver's, and SQLAlchemy's around them) become DatabaseError ``from`` the driver's."""
+    try:
+        yield
+    except (sa.exc.SQLAlchemyError, psycopg.Error) as exc:
+        cause = driver_error(exc) or exc
+        lines = [line.strip() for line in str(cause).strip().splitlines() if line.strip()]
+        detail = lines[0] if lines else type(cause).__name__
+        sqlstate: str | None = getattr(cause, "sqlstate", None)
+        kind: type[DatabaseError] = DatabaseError
+        if isinstance(cause, _SCHEMA_MISSING):
+            kind = SchemaMissing
+            message = (
+                f"the queue schema is missing or out of date in this database; run `taskqueue migrate` first ({detail})"
+            )
+        elif isinstance(cause, psycopg.OperationalError) and (sqlstate is None or sqlstate[:2] in ("08", "57")):
+            message = f"cannot reach the database: {detail}"
+        else:
+            message = f"database error: {detail}"
+        raise kind(message, transient=transient(exc), sqlstate=sqlstate) from cause
+
+
 def driver_error(exc: BaseException) -> BaseException | None:
     """The driver's own error behind ``exc`` (through SQLAlchemy's wrapper and ``raise ... from``), if any."""
     seen: BaseException | None = exc
@@ -270,6 +299,8 @@ def transient(exc: BaseException) -> bool:
     psycopg files all of these under OperationalError (serialization failures
     and deadlocks as TransactionRollback).
     """
+    if isinstance(exc, DatabaseError):
+        return exc.transient
     if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
         return True
     return isinstance(driver_error(exc), psycopg.OperationalError)

@@ -132,7 +132,7 @@ def report_of(snapshot: Snapshot) -> CheckReport:
 
 
 def repairs_of(changed: RepairRows) -> list[Repair]:
-    done = [Repair("clear_lease", f"task {i}", f"cleared the lease of a {state} task") for i, state in changed.cleared_leases]
+    done = [Repair("clear_lease", f"task {i}", f"cleared the lease of a {s} task") for i, s in changed.cleared_leases]
     done += [
         Repair("expire_lease", f"task {i}", "gave the running task an expired lease; rescue requeues it")
         for i in changed.expired_leases

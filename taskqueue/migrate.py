@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from .db import drive, execute_script
+from .errors import TaskQueueError
 from .store.leader import advisory_xact_lock
 
 if TYPE_CHECKING:  # alembic is imported only when migrating: it slows every CLI start
@@ -39,8 +40,8 @@ def script_location() -> str:
         return str(checkout)
     spec = importlib.util.find_spec("taskqueue._migrations")
     if spec is not None and spec.submodule_search_locations:
-        return str(Path(list(spec.submodule_search_locations)[0]))
-    raise RuntimeError("taskqueue's migrations are missing from this installation")
+        return str(Path(next(iter(spec.submodule_search_locations))))
+    raise TaskQueueError("taskqueue's migrations are missing from this installation")
 
 
 def alembic_config(connection: sa.Connection | None, schema: str) -> Config:

@@ -16,7 +16,6 @@ from typing import Any
 from .errors import LeaseLost, ValidationError
 from .retry import backoff_seconds
 from .spec import (
-    STATES_FILTER,
     build_batch,
     build_spec,
     check_available,
@@ -29,15 +28,17 @@ from .spec import (
     check_order,
     check_pool_limit,
     check_queues,
+    check_state,
     check_task_id,
     encode_json,
 )
+from .stats import Stats
 from .store import admin
 from .store import enqueue as enqueue_ops
 from .store import pools as pool_ops
 from .store import tasks as task_ops
 from .store.requests import Op, Rollback
-from .task import Pool, Task
+from .task import Pool, Task, TaskState
 
 DEFAULT_LEASE = 60.0
 MAX_RETRY_IN = 10 * 365 * 24 * 3600.0
@@ -57,7 +58,7 @@ def claim_of(task: Any) -> tuple[int, str]:
     return task.id, task.lease_token
 
 
-def settle(task: Task, state: str, *, result: Any = None, error: str | None = None) -> None:
+def settle(task: Task, state: TaskState, *, result: Any = None, error: str | None = None) -> None:
     # The token stays on the handle: a second complete/fail presents it and the
     # database refuses it with LeaseLost, exactly as for a stale claim.
     task.state = state
@@ -237,8 +238,7 @@ def get(task_id: Any) -> Op[Task | None]:
 
 
 def list_tasks(state: Any, queue: Any, limit: Any) -> Op[list[Task]]:
-    if state is not None and state not in STATES_FILTER:
-        raise ValidationError("state", f"must be one of {', '.join(STATES_FILTER)}, got {state!r}")
+    state = check_state(state)
     queue = check_optional_name(queue, "queue")
     limit = check_int(limit, "limit", minimum=1, maximum=1_000_000)
     return (yield from task_ops.list_tasks(state=state, queue=queue, limit=limit))
@@ -279,7 +279,7 @@ def next_run_in() -> Op[float | None]:
     return (yield from admin.next_run_in())
 
 
-def stats() -> Op[dict[str, Any]]:
+def stats() -> Op[Stats]:
     return (yield from admin.stats())
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
@@ -12,16 +12,16 @@ from sqlalchemy.orm import Session
 
 from . import migrate as _migrate
 from . import operations as ops
-from .db import Database, Mode
+from .db import Database, Mode, translated
 from .dsn import resolve_dsn, to_libpq
 from .errors import TaskQueueError
 from .invariants import CheckReport
 from .invariants import check as run_check
 from .operations import DEFAULT_LEASE, default_worker_name
 from .schema import SCHEMA_DEFAULT, check_schema_name, notify_channel
-from .spec import ORDERS
+from .stats import Stats
 from .store.requests import Op
-from .task import Pool, Task
+from .task import ORDERS, EnqueueSpec, Order, Pool, Task, TaskState
 
 T = TypeVar("T")
 
@@ -64,7 +64,8 @@ class TaskQueue:
 
     def migrate(self) -> None:
         """Bring the schema to the newest revision; safe to call from many processes at once."""
-        _migrate.upgrade(self.engine, self.schema)
+        with translated():
+            _migrate.upgrade(self.engine, self.schema)
 
     @contextlib.contextmanager
     def transaction(self, connection: Connection | Session | None = None) -> Iterator[Connection]:
@@ -106,7 +107,7 @@ class TaskQueue:
         return self._run(op, connection, mode="autocommit")
 
     def enqueue_many(
-        self, specs: Iterable[Mapping[str, Any]], *, connection: Connection | Session | None = None
+        self, specs: Iterable[EnqueueSpec], *, connection: Connection | Session | None = None
     ) -> list[int]:
         """Add many tasks in one transaction; all or nothing. Ids come back in input order."""
         return self._run(ops.enqueue_many(specs, channel=self.channel), connection)
@@ -119,9 +120,9 @@ class TaskQueue:
         queues: Iterable[str] | None = None,
         worker: str | None = None,
         lease: float = DEFAULT_LEASE,
-        order: str = "min",
+        order: Order = "min",
     ) -> Task | None:
-        """Claim the best task that fits ``available``: smallest (priority, id), or largest priority with order='max'."""
+        """Claim the best task that fits ``available``: smallest (priority, id), or largest priority with 'max'."""
         return self._run(ops.claim_one(available, queues, worker, lease, order))
 
     def claim_many(
@@ -132,13 +133,13 @@ class TaskQueue:
         queues: Iterable[str] | None = None,
         worker: str | None = None,
         lease: float = DEFAULT_LEASE,
-        order: str = "min",
+        order: Order = "min",
     ) -> list[Task]:
         """Claim up to ``limit`` tasks in priority order, packing them into ``available``."""
         return self._run(ops.claim_many(available, limit, queues, worker, lease, order))
 
     def peek(
-        self, *, available: int | None = None, queues: Iterable[str] | None = None, order: str = "min"
+        self, *, available: int | None = None, queues: Iterable[str] | None = None, order: Order = "min"
     ) -> Task | None:
         """What ``claim`` would return now, without claiming it.
 
@@ -194,7 +195,7 @@ class TaskQueue:
     def get(self, task_id: int) -> Task | None:
         return self._run(ops.get(task_id))
 
-    def tasks(self, *, state: str | None = None, queue: str | None = None, limit: int = 50) -> list[Task]:
+    def tasks(self, *, state: TaskState | None = None, queue: str | None = None, limit: int = 50) -> list[Task]:
         """The newest tasks, optionally of one state and queue."""
         return self._run(ops.list_tasks(state, queue, limit))
 
@@ -226,7 +227,7 @@ class TaskQueue:
         """Check the invariants in one snapshot; with ``repair``, fix what can be fixed and check again."""
         return run_check(self.db, repair=ops.check_repair_flag(repair))
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Counts by state (every state, zeros included), by queue and priority; pools; throughput."""
         return self._run(ops.stats())
 

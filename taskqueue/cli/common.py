@@ -95,7 +95,7 @@ def print_json(value: Any) -> None:
 
 def task_dict(task: Any) -> dict[str, Any]:
     """A task for JSON output; the lease token is a secret of its holder and stays out."""
-    data = jsonable(task)
+    data: dict[str, Any] = jsonable(task)
     data.pop("lease_token", None)
     return data
 

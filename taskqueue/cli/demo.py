@@ -39,7 +39,7 @@ from rich.table import Table
 from ..network import network_pool
 from ..queue import TaskQueue
 from ..store.requests import Op, execute
-from ..task import Task
+from ..task import EnqueueSpec, Task
 from .common import DsnOption, err, out, settings
 from .demo_record import Recorder, Verdict, summarize
 
@@ -86,9 +86,9 @@ def make_workers(recorder: Recorder, work_scale: float) -> list[Any]:
     return workers
 
 
-def workload(count: int, seed: int) -> list[dict[str, Any]]:
+def workload(count: int, seed: int) -> list[EnqueueSpec]:
     rng = random.Random(seed)
-    specs = []
+    specs: list[EnqueueSpec] = []
     for i in range(count):
         network, _limit = rng.choice(NETWORKS)
         target = network.rsplit(".", 1)[0] + f".{rng.randint(1, 254)}"

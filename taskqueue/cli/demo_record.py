@@ -8,12 +8,12 @@ claims (pool limits, worker capacities, exactly once, priority order).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import statistics
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from rich.table import Table
 
@@ -107,10 +107,10 @@ def order_inversions(tasks: list[Task], limits: dict[str, int]) -> list[tuple[Ta
     if t0 is None:
         return []
 
-    def seconds(value: Any) -> float:
+    def seconds(value: dt.datetime) -> float:
         return (value - t0).total_seconds()
 
-    start = {t.id: seconds(t.started_at) for t in started}
+    start = {t.id: seconds(t.started_at) for t in started if t.started_at is not None}
     finish = {t.id: seconds(t.finished_at) if t.finished_at else float("inf") for t in started}
     created = {t.id: seconds(t.created_at) for t in tasks}
     by_pool: dict[str, list[Task]] = defaultdict(list)
@@ -151,7 +151,7 @@ def summarize(
     table = Table(title="pools: peak running vs limit", title_justify="left")
     for column in ("pool", "limit", "peak (handlers)", "peak (database)", "tasks"):
         table.add_column(column, justify="left" if column == "pool" else "right")
-    per_pool = defaultdict(int)
+    per_pool: dict[str, int] = defaultdict(int)
     for t in tasks:
         per_pool[t.pool or "-"] += 1
     pools_ok = True
@@ -203,7 +203,7 @@ def summarize(
         by_priority[t.priority].append(t)
     for priority in sorted(by_priority):
         group = by_priority[priority]
-        waits = [(t.started_at - t.created_at).total_seconds() for t in group]
+        waits = [(t.started_at - t.created_at).total_seconds() for t in group if t.started_at is not None]
         table.add_row(
             str(priority),
             str(len(group)),

@@ -35,7 +35,7 @@ def parse(files: Iterable[tuple[str, str]]) -> dict[str, str]:
     origin: dict[str, str] = {}
     for filename, text in files:
         parts = _HEADER.split(text)
-        for name, body in zip(parts[1::2], parts[2::2]):
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
             if name in raw:
                 raise SqlError(f"{filename}: statement {name!r} is already defined in {origin[name]}")
             raw[name], origin[name] = body, filename

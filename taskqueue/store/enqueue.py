@@ -82,13 +82,13 @@ def copy_tasks(batch: TaskBatch) -> Op[list[int]]:
     if batch.has_times:
         ats = [
             at if at is not None else now if delay is None else now + dt.timedelta(seconds=delay)
-            for at, delay in zip(batch.run_ats, batch.delays)
+            for at, delay in zip(batch.run_ats, batch.delays, strict=True)
         ]
         states = ["scheduled" if at > now else "queued" for at in ats]
-        yield Copy("copy_tasks", zip(*columns, states, batch.max_attempts, ats))
+        yield Copy("copy_tasks", zip(*columns, states, batch.max_attempts, ats, strict=True))
     else:
         states = ["queued"] * len(batch)
-        yield Copy("copy_tasks_now", zip(*columns, states, batch.max_attempts))
+        yield Copy("copy_tasks_now", zip(*columns, states, batch.max_attempts, strict=True))
     return ids
 
 

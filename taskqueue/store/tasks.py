@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..task import Task
+from ..task import Task, TaskState
 from .pools import release_pools
 from .requests import Op, Row, first, rows
 
@@ -48,7 +48,7 @@ def task_from_row(row: Row) -> Task:
 class Outcome:
     """What a complete/fail/requeue did: the new state, and whether a full pool got a free slot."""
 
-    state: str
+    state: TaskState
     freed_full_pool: bool = False
     run_at: dt.datetime | None = None
 
@@ -99,7 +99,7 @@ def complete(task_id: int, token: str, result_json: str | None) -> Op[Outcome | 
     return _outcome(row)
 
 
-def complete_many(claims: Sequence[tuple[int, str, str | None]]) -> Op[tuple[dict[int, str], bool]]:
+def complete_many(claims: Sequence[tuple[int, str, str | None]]) -> Op[tuple[dict[int, TaskState], bool]]:
     """Complete (id, token, result_json) claims in one statement; return ({id: state}, freed a full pool).
 
     Pools are released afterwards in name order, one update per pool.
@@ -133,9 +133,9 @@ def rescue_expired() -> Op[list[tuple[int, str | None, str]]]:
     return [(r["id"], r["pool"], r["state"]) for r in found]
 
 
-def cancel(task_id: int) -> Op[str | None]:
+def cancel(task_id: int) -> Op[TaskState | None]:
     row = yield from first("cancel_task", id=task_id)
-    return None if row is None else str(row["state"])
+    return None if row is None else row["state"]
 
 
 def get(task_id: int) -> Op[Task | None]:
@@ -143,6 +143,6 @@ def get(task_id: int) -> Op[Task | None]:
     return None if row is None else task_from_row(row)
 
 
-def list_tasks(*, state: str | None, queue: str | None, limit: int) -> Op[list[Task]]:
+def list_tasks(*, state: TaskState | None, queue: str | None, limit: int) -> Op[list[Task]]:
     found = yield from rows("list_tasks", state=state, queue=queue, limit=limit)
     return [task_from_row(r) for r in found]

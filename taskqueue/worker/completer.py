@@ -122,7 +122,7 @@ class Completer(Service):
         return with_retries(write, retryable=transient, attempts=WRITE_ATTEMPTS, delay=self._pause)
 
     def _pause(self, attempt: int) -> float:
-        pause = WRITE_BACKOFF * 2 ** (attempt - 1)
+        pause = WRITE_BACKOFF * 2.0 ** (attempt - 1)
         log.warning("recording outcomes failed; trying again in %.1f s", pause, extra={"worker": self.worker})
         return pause
 

@@ -94,7 +94,7 @@ class Executor(Service):
                 report.error, report.retry_in = exc.reason, exc.in_
             except Permanent as exc:
                 report.error, report.retry = f"Permanent: {exc}", False
-            except BaseException as exc:  # noqa: BLE001 - a handler's SystemExit must not end the worker either
+            except BaseException as exc:
                 log.debug("task %s raised", task.id, exc_info=True, extra=fields)
                 report.error = exc
         report.duration = time.monotonic() - started

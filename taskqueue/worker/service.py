@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Generic, TypeVar
 
+from ..errors import TaskQueueError
 from ..task import Task
 
 log = logging.getLogger("taskqueue.worker")
@@ -51,7 +52,7 @@ class TestSignal(Generic[T]):
     def wait(self, timeout: float = 10.0) -> T:
         with self._cond:
             if self._values is None:
-                raise RuntimeError("TestSignal.wait() before init()")
+                raise TaskQueueError("TestSignal.wait() before init()")
             if not self._cond.wait_for(lambda: bool(self._values), timeout):
                 raise TimeoutError(f"no signal within {timeout} s")
             return self._values.pop(0)
@@ -156,7 +157,7 @@ class Service:
     def _main(self) -> None:
         try:
             self.run()
-        except BaseException as exc:  # noqa: BLE001 - whatever ends the loop must be reported
+        except BaseException as exc:
             if self.stopping and isinstance(exc, SystemExit):
                 return
             self.error = exc

@@ -18,8 +18,8 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, overload
 
 from ..errors import LeaseLost, ServiceFailed, TaskQueueError, ValidationError
 from ..maintenance import Maintainer
@@ -55,6 +55,7 @@ class Worker:
 
     def __init__(
         self,
+        *,
         queues: Iterable[str] | None = None,
         capacity: int | None = None,
         concurrency: int | None = None,
@@ -64,7 +65,6 @@ class Worker:
         name: str | None = None,
         retention: float = 7 * 24 * 3600.0,
         log_level: int | str | None = None,
-        *,
         maintenance: bool = True,
         maintenance_interval: float = 2.0,
         prune_interval: float = 300.0,
@@ -137,7 +137,13 @@ class Worker:
             self.grace = check_number(grace, "grace", minimum=0.0, maximum=7 * 24 * 3600.0)
         return self
 
-    def handler(self, queue: str, func: H | None = None) -> Any:
+    @overload
+    def handler(self, queue: str) -> Callable[[H], H]: ...
+
+    @overload
+    def handler(self, queue: str, func: H) -> H: ...
+
+    def handler(self, queue: str, func: H | None = None) -> H | Callable[[H], H]:
         """Register the handler of ``queue`` (one per queue). Use as ``@worker.handler("q")``."""
         queue = check_name(queue, "queue")
 
@@ -335,16 +341,16 @@ class Worker:
             self._wake.wait(min(left, 0.5))
 
     # -- signals ------------------------------------------------------------
-    def _install_signals(self) -> dict[int, Any] | None:
+    def _install_signals(self) -> dict[signal.Signals, Any] | None:
         if threading.current_thread() is not threading.main_thread():
             return None
-        previous = {}
+        previous: dict[signal.Signals, Any] = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, self._on_signal)
         return previous
 
     @staticmethod
-    def _restore_signals(previous: dict[int, Any] | None) -> None:
+    def _restore_signals(previous: dict[signal.Signals, Any] | None) -> None:
         if previous is None:
             return
         for sig, handler in previous.items():
