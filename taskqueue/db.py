@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from .dsn import to_sqlalchemy_url
 from .errors import DatabaseError, SchemaMissing, ValidationError
 from .sql import STATEMENTS
-from .store.requests import Copy, Op, Query, Request, Rollback
+from .store.requests import Copy, Op, Query, Request
 
 T = TypeVar("T")
 
@@ -147,9 +147,6 @@ def _perform(conn: Connection, request: Request) -> Any:
             write = copy.write_row
             for row in request.rows:
                 write(row)
-        return None
-    if isinstance(request, Rollback):
-        conn.rollback()
         return None
     raise TypeError(f"not a store request: {request!r}")
 

@@ -37,7 +37,7 @@ from .store import admin
 from .store import enqueue as enqueue_ops
 from .store import pools as pool_ops
 from .store import tasks as task_ops
-from .store.requests import Op, Rollback
+from .store.requests import Op, execute
 from .task import Pool, Task, TaskState
 
 DEFAULT_LEASE = 60.0
@@ -122,17 +122,21 @@ def claim_one(available: Any, queues: Any, worker: Any, lease: Any, order: Any) 
 
 
 def peek(available: Any, queues: Any, order: Any) -> Op[Task | None]:
-    """The very claim, rolled back, then the task as it is without it (run with mode='rollback')."""
+    """The claim function in peek mode: the same search, read-only (run with mode='rollback')."""
     available = check_available(available)
     queue_list = check_queues(queues)
     descending = check_order(order) == "max"
+    yield from execute("set_read_only")
     tasks = yield from task_ops.claim(
-        available=available, limit=1, queues=queue_list, worker="peek", lease=DEFAULT_LEASE, descending=descending
+        available=available,
+        limit=1,
+        queues=queue_list,
+        worker="peek",
+        lease=DEFAULT_LEASE,
+        descending=descending,
+        peek=True,
     )
-    yield Rollback()
-    if not tasks:
-        return None
-    return (yield from task_ops.get(tasks[0].id))
+    return (yield from task_ops.get(tasks[0].id)) if tasks else None
 
 
 # -- holders of a claim -----------------------------------------------------

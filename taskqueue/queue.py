@@ -143,8 +143,10 @@ class TaskQueue:
     ) -> Task | None:
         """What ``claim`` would return now, without claiming it.
 
-        It runs the very same claim and rolls it back, so it can never drift
-        from the real rule (pools, fit, order included).
+        The claim function itself answers, in peek mode: the same search, so it
+        cannot drift from the real rule (pools, fit, order), but read-only. It
+        locks no row, writes nothing (no promotion, no parking) and waits on no
+        lock; it runs in a READ ONLY transaction to prove it.
         """
         return self._run(ops.peek(available, queues, order), mode="rollback")
 

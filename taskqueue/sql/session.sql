@@ -9,3 +9,7 @@ SELECT set_config('search_path', :path, true) AS previous;
 
 -- name: show_search_path
 SELECT current_setting('search_path') AS path;
+
+-- name: set_read_only
+-- The rest of this transaction may not write (peek proves it writes nothing).
+SET TRANSACTION READ ONLY;

@@ -53,12 +53,7 @@ class Copy:
             raise KeyError(f"no statement named {self.name!r} in taskqueue/sql")
 
 
-@dataclass(frozen=True, slots=True)
-class Rollback:
-    """Roll back what the operation did so far (``peek`` looks, then undoes); the result is None."""
-
-
-Request = Query | Copy | Rollback
+Request = Query | Copy
 
 #: An operation returning ``T``.
 Op = Generator[Request, Any, T]

@@ -73,10 +73,18 @@ def _pool_counts(found: Sequence[Row]) -> dict[str, int]:
 
 
 def claim(
-    *, available: int | None, limit: int, queues: list[str] | None, worker: str, lease: float, descending: bool
+    *,
+    available: int | None,
+    limit: int,
+    queues: list[str] | None,
+    worker: str,
+    lease: float,
+    descending: bool,
+    peek: bool = False,
 ) -> Op[list[Task]]:
+    """The claim function; with ``peek`` it only answers what it would claim (read-only, no locks)."""
     params = {"available": available, "limit": limit, "queues": queues, "worker": worker, "lease": lease}
-    found = yield from rows("claim_tasks", descending=descending, **params)
+    found = yield from rows("claim_tasks", descending=descending, peek=peek, **params)
     return [task_from_row(r) for r in found]
 
 
