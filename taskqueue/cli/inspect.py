@@ -19,6 +19,7 @@ from .common import (
     JsonOption,
     SchemaOption,
     fmt_seconds,
+    group_app,
     jsonable,
     open_queue,
     out,
@@ -114,13 +115,7 @@ def _tasks_table(tasks: list[Any]) -> Table:
     return table
 
 
-tasks_app = typer.Typer(
-    help="List tasks, or show one with `tasks show ID`.",
-    invoke_without_command=True,
-    no_args_is_help=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+tasks_app = group_app("List tasks, or show one with `tasks show ID`.")
 
 
 @tasks_app.callback()
