@@ -232,13 +232,16 @@ class Worker:
         self.capacity_state = capacity
         completer = Completer(tq, capacity, worker=name, signals=self.signals)
         executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads, signals=self.signals)
-        listener = Listener(tq.dsn, tq.channel, self._wake.set, worker=name, signals=self.signals)
         registry = Registry(
             tq, name=name, queues=queues, capacity=self.capacity, policy=self.policy, ttl=self.lease
         )
         planner = None
         if self.capacity is not None and self.policy != "greedy":
             planner = Planner(registry, policy=self.policy, capacity=self.capacity, queues=queues)
+        on_notify = self._wake.set
+        if planner is not None:
+            on_notify = _notify_both(planner, self._wake)
+        listener = Listener(tq.dsn, tq.channel, on_notify, worker=name, signals=self.signals)
         claimer = Claimer(
             tq,
             capacity,
@@ -386,3 +389,13 @@ def _leave(registry: Registry, fields: dict[str, Any]) -> None:
         registry.leave()
     except Exception as exc:
         log.warning("could not leave the registry (%s); the row expires on its own", exc, extra=fields)
+
+
+def _notify_both(planner: Planner, wake: threading.Event) -> Callable[[], None]:
+    """A NOTIFY may mean a task the last plan did not see: plan afresh, then claim."""
+
+    def notified() -> None:
+        planner.touch()
+        wake.set()
+
+    return notified
