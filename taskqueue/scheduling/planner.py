@@ -85,8 +85,11 @@ class Planner:
         """Something new may wait (a NOTIFY): the next round reads the queue (thread-safe)."""
         self._stale = True
 
-    def budget(self, running: Sequence[RunningTask], free: int) -> int:
-        """The ``available`` to claim with this round (at most ``free``)."""
+    def budget(self, running: Sequence[RunningTask] | Callable[[], Sequence[RunningTask]], free: int) -> int:
+        """The ``available`` to claim with this round (at most ``free``).
+
+        ``running`` may be a callable, called only when the round reads the queue.
+        """
         if self.policy == "greedy":
             return free
         now = self.clock()
@@ -98,7 +101,8 @@ class Planner:
         for row in rows:
             if row.learnt is not None:
                 self.learnt[row.queue] = row.learnt
-        view = [(r.required, r.started + self._estimate(r.estimate, r.queue)) for r in running]
+        tasks = running() if callable(running) else running
+        view = [(r.required, r.started + self._estimate(r.estimate, r.queue)) for r in tasks]
         heads = [self._head(row, now) for row in rows]
         chosen = plan(self.policy, self.capacity, now, view, heads, truncated=len(rows) >= self.heads)
         self._record(chosen, rows, now)
