@@ -158,7 +158,8 @@ def drain_cost(dsn: str, n: int, rounds: int = 2) -> dict[str, Any]:
             runs[policy].append(got["per_second"])
     common.drop_schema(dsn, drain.SCHEMA)
     best = {p: max(v) for p, v in runs.items()}
-    return {"rows": n, "per_second": runs, "best": best, "backfill_vs_greedy": common.ratio(best["backfill"], best["greedy"])}
+    ratio = common.ratio(best["backfill"], best["greedy"])
+    return {"rows": n, "per_second": runs, "best": best, "backfill_vs_greedy": ratio}
 
 
 def run(opts: common.Options) -> dict[str, Any]:

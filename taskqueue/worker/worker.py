@@ -25,10 +25,10 @@ from ..errors import LeaseLost, ServiceFailed, TaskQueueError, ValidationError
 from ..maintenance import Maintainer
 from ..operations import default_worker_name
 from ..queue import TaskQueue
-from ..spec import check_int, check_lease, check_name, check_number
 from ..registry import Registry
 from ..scheduling import DEFAULT_POLICY, POLICIES
 from ..scheduling.planner import Planner
+from ..spec import check_int, check_lease, check_name, check_number
 from .capacity import Capacity
 from .claimer import Claimer
 from .completer import Completer
@@ -287,7 +287,9 @@ class Worker:
             self.policy,
             threads,
             self.lease,
-            extra={**fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads},
+            extra={
+                **fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads
+            },
         )
         failure: ServiceFailed | None = None
         try:
