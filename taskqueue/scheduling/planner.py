@@ -24,6 +24,7 @@ noticed at the next round after its enqueue.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -84,6 +85,15 @@ class Planner:
     def touch(self) -> None:
         """Something new may wait (a NOTIFY): the next round reads the queue (thread-safe)."""
         self._stale = True
+
+    def waking(self, wake: threading.Event) -> Callable[[], None]:
+        """The listener's callback: a NOTIFY may mean a task the last plan did not see."""
+
+        def notified() -> None:
+            self.touch()
+            wake.set()
+
+        return notified
 
     def budget(self, running: Sequence[RunningTask] | Callable[[], Sequence[RunningTask]], free: int) -> int:
         """The ``available`` to claim with this round (at most ``free``).

@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import POLICIES
 from .policy import Head, Reserved, plan
@@ -186,6 +186,4 @@ def starvation_series(
 
 
 def _with(workload: Workload, **changes: object) -> Workload:
-    from dataclasses import replace
-
     return replace(workload, **changes)  # type: ignore[arg-type]

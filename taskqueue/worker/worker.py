@@ -238,9 +238,7 @@ class Worker:
         planner = None
         if self.capacity is not None and self.policy != "greedy":
             planner = Planner(registry, policy=self.policy, capacity=self.capacity, queues=queues)
-        on_notify = self._wake.set
-        if planner is not None:
-            on_notify = _notify_both(planner, self._wake)
+        on_notify = self._wake.set if planner is None else planner.waking(self._wake)
         listener = Listener(tq.dsn, tq.channel, on_notify, worker=name, signals=self.signals)
         claimer = Claimer(
             tq,
@@ -312,7 +310,7 @@ class Worker:
                 if service is not claimer:
                     service.stop()
             claimer.stop()
-            _leave(registry, fields)
+            registry.leave_or_expire()
             self._restore_signals(previous)
             # Ready for another run(); a stop() that came before this run() was honoured.
             self._stopping.clear()
@@ -384,20 +382,3 @@ class Worker:
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-
-def _leave(registry: Registry, fields: dict[str, Any]) -> None:
-    """Leave the registry at shutdown; if the database is unreachable the row simply expires."""
-    try:
-        registry.leave()
-    except Exception as exc:
-        log.warning("could not leave the registry (%s); the row expires on its own", exc, extra=fields)
-
-
-def _notify_both(planner: Planner, wake: threading.Event) -> Callable[[], None]:
-    """A NOTIFY may mean a task the last plan did not see: plan afresh, then claim."""
-
-    def notified() -> None:
-        planner.touch()
-        wake.set()
-
-    return notified
