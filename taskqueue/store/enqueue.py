@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from ..batch import TaskBatch
 from ..errors import TaskQueueError
-from ..spec import TaskBatch, TaskSpec
+from ..spec import TaskSpec
 from .requests import Copy, Op, execute, first, rows, scalar
 
 #: A dedupe race (the holder finishes between insert and look-up) settles in
