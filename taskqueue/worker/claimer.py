@@ -60,12 +60,13 @@ class Claimer(Service):
         available, threads = self.capacity.free()
         if threads <= 0:
             return [], 0
+        started = time.monotonic()
         tasks = self.tq.claim_many(
             available=available, limit=threads, queues=self.queues, worker=self.worker, lease=self.lease
         )
         now = time.monotonic()
-        for task in tasks:
-            self.capacity.add(task, now)
+        self.capacity.pace.claimed(now - started)
+        self.capacity.add_all(tasks, now)
         return tasks, threads
 
     def interrupt(self) -> None:
