@@ -98,7 +98,7 @@ class Executor(Service):
                 log.debug("task %s raised", task.id, exc_info=True, extra=fields)
                 report.error = exc
         report.duration = time.monotonic() - started
-        self.capacity.pace.handler_ran(report.duration)
+        self.capacity.pace.finished()
         if not self._may_report(task, fields):
             return None
         if report.error is None:
