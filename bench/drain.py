@@ -245,6 +245,10 @@ def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[
 def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
     """Enqueue-to-handler-start of single tasks on one default worker: idle, then behind a draining backlog.
 
+    Measured from the moment ``enqueue`` returned (the task is committed) to
+    the handler's first line, both on the machine's wall clock;
+    ``from_call`` measures from before the call instead.
+
     Busy: the worker is draining ``backlog`` no-op tasks; each probe is
     enqueued at a more urgent priority (lower number), so it waits for the
     worker's next claim round, not for the backlog.
@@ -267,19 +271,29 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
                     tq.stats()  # connect before the first probe
                     if phase == "busy":
                         tq.enqueue_many([{"payload": None}] * backlog)
+                    sent: dict[int, tuple[float, float]] = {}
                     for _ in range(probes):
-                        tq.enqueue({"t": time.time()}, priority=-1)
+                        before = time.time()
+                        probe_id = tq.enqueue({"probe": True}, priority=-1)
+                        sent[probe_id] = (before, time.time())
                         bar.advance(task)
                         time.sleep(0.01)
                     deadline = time.monotonic() + 60
-                    while tq.stats().by_state["queued"] + tq.stats().by_state["running"] and time.monotonic() < deadline:
+                    while time.monotonic() < deadline:
+                        counts = tq.stats().by_state
+                        if not counts["queued"] + counts["running"]:
+                            break
                         time.sleep(0.05)
                     left = tq.stats().by_state["queued"]
             finally:
                 workers.stop()
             with open(stamps.name) as f:
-                pairs = [tuple(map(float, line.split())) for line in f if line.strip()]
-            summary = common.latency_summary([s - e for e, s in pairs])
+                started = {int(a): float(b) for a, b in (line.split() for line in f if line.strip())}
+            if set(started) != set(sent):
+                raise RuntimeError(f"latency {phase}: {len(started)} of {len(sent)} probes ran")
+            # From the moment enqueue() returned (its commit is done); "from_call" adds the enqueue itself.
+            summary = common.latency_summary([started[i] - sent[i][1] for i in sent])
+            summary["from_call"] = common.latency_summary([started[i] - sent[i][0] for i in sent])
             summary["backlog"] = backlog if phase == "busy" else 0
             summary["backlog_left_at_end"] = left
             result[phase] = summary

@@ -10,8 +10,8 @@ The environment says which handler to run (``BENCH_HANDLER``: noop, sleep,
 cpu, stamp) and where to say "connected and listening"
 (``BENCH_READY``: a directory; one file per process). Imports, connecting and
 LISTEN all happen before that file appears, so none of it is on the clock.
-``stamp`` appends ``enqueued_at started_at`` per task to ``BENCH_STAMPS`` for
-the latency measurement.
+``stamp`` appends ``task_id started_at`` (``time.time()``) for every probe task
+to ``BENCH_STAMPS``, for the latency measurement.
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ def mark_ready() -> None:
             f.write("ready")
 
 
-def _stamp(enqueued_at: float) -> None:
+def _stamp(task_id: int) -> None:
     started = time.time()
     path = os.environ["BENCH_STAMPS"]
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, f"{enqueued_at!r} {started!r}\n".encode())
+        os.write(fd, f"{task_id} {started!r}\n".encode())
     finally:
         os.close(fd)
 
@@ -76,8 +76,8 @@ def _make_worker() -> Any:
     elif HANDLER == "stamp":
 
         def handle(task: Task) -> None:
-            if isinstance(task.payload, dict) and "t" in task.payload:
-                _stamp(task.payload["t"])
+            if isinstance(task.payload, dict) and task.payload.get("probe"):
+                _stamp(task.id)
 
     else:
         raise SystemExit(f"unknown BENCH_HANDLER {HANDLER!r}")

@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 
 #: At most this many claims ahead per handler thread, and in all.
-AHEAD_PER_THREAD = 50
-MAX_AHEAD = 500
+AHEAD_PER_THREAD = 20
+MAX_AHEAD = 100
 #: Weight of the newest measurement in the moving averages.
 WEIGHT = 0.1
 #: Gaps between finished handlers are counted between these bounds (an idle hour is not a rate).
