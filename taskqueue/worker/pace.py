@@ -42,9 +42,9 @@ class Pace:
     def claimed(self, seconds: float) -> None:
         self.claim_seconds = _average(self.claim_seconds, seconds)
 
-    def finished(self) -> None:
-        """A handler returned (any thread)."""
-        now = time.monotonic()
+    def finished(self, now: float | None = None) -> None:
+        """A handler returned (any thread); ``now`` is ``time.monotonic()`` unless given."""
+        now = time.monotonic() if now is None else now
         last, self._last_finish = self._last_finish, now
         if last is not None:
             self.gap_seconds = _average(self.gap_seconds, min(MAX_GAP, max(MIN_GAP, now - last)))
