@@ -93,11 +93,11 @@ class Ours:
         common.fresh_queue(dsn, SCHEMA).close()
 
     def reset(self) -> None:
-        common.execute(self.dsn, SCHEMA, "TRUNCATE tasks RESTART IDENTITY", "VACUUM ANALYZE tasks")
+        common.execute(self.dsn, SCHEMA, "TRUNCATE tasks RESTART IDENTITY")
 
     def command(self, cell: Cell) -> list[str]:
         cmd = [sys.executable, "-m", "taskqueue", "worker", "bench.drain_app:worker", "--dsn", self.dsn,
-               "--schema", SCHEMA, "--no-migrate"]
+               "--schema", SCHEMA, "--no-migrate", *os.environ.get("BENCH_OURS_ARGS", "").split()]
         for key, value in cell.settings:
             cmd += [f"--{key}", str(value)]
         return cmd
@@ -117,7 +117,9 @@ class Pgq:
     name = "pgqueuer"
 
     def __init__(self, dsn: str) -> None:
-        self.dsn = peers.pgq_dsn(dsn)
+        # A database of its own, named after ours: other scenarios reinstall bench_pgqueuer.
+        base = psycopg.conninfo.conninfo_to_dict(dsn).get("dbname", "bench")
+        self.dsn = common.ensure_database(common.with_dbname(dsn, f"{base}_drain_pgqueuer"))
         peers.pgq_reset(self.dsn)
         self.url = _url(self.dsn)  # asyncpg takes URLs only
 
