@@ -303,6 +303,52 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
     return result
 
 
+# -- enqueue, side by side ----------------------------------------------------
+def enqueue_check(dsn: str, pgq: Pgq | None, rounds: int = 3, single: int = 300, batch: int = 10_000) -> dict[str, Any]:
+    """Single and 10k-batch enqueue of both libraries, interleaved rounds (PGQueuer on asyncpg + uvloop)."""
+    from taskqueue import TaskQueue
+
+    rates: dict[str, list[float]] = {"taskqueue_single": [], "taskqueue_batch": []}
+    if pgq is not None:
+        rates |= {"pgqueuer_single": [], "pgqueuer_batch": []}
+
+    async def theirs(n: int, one_by_one: bool) -> float:
+        import asyncpg
+        from pgqueuer.db import AsyncpgDriver
+        from pgqueuer.queries import Queries
+
+        assert pgq is not None
+        conn = await asyncpg.connect(pgq.url)
+        q = Queries(AsyncpgDriver(conn))
+        t0 = time.perf_counter()
+        if one_by_one:
+            for _ in range(n):
+                await q.enqueue("noop", None)
+        else:
+            await q.enqueue(["noop"] * n, [None] * n, [0] * n)
+        rate = n / (time.perf_counter() - t0)
+        await conn.close()
+        return rate
+
+    common.fresh_queue(dsn, SCHEMA).close()
+    with TaskQueue(dsn, schema=SCHEMA) as tq:
+        tq.stats()
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            for _ in range(single):
+                tq.enqueue(None)
+            rates["taskqueue_single"].append(single / (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            tq.enqueue_many([{"payload": None}] * batch)
+            rates["taskqueue_batch"].append(batch / (time.perf_counter() - t0))
+            if pgq is not None:
+                import uvloop
+
+                rates["pgqueuer_single"].append(uvloop.run(theirs(single, True)))
+                rates["pgqueuer_batch"].append(uvloop.run(theirs(batch, False)))
+    return {k: {"per_second": statistics.median(v), "rounds": v} for k, v in rates.items()}
+
+
 # -- the whole run ------------------------------------------------------------
 def best_of(figures: dict[str, dict[str, Any]], library: str, handler: str, processes: int) -> dict[str, Any]:
     mine = [f for f in figures.values()
@@ -318,7 +364,7 @@ def default_of(figures: dict[str, dict[str, Any]], library: str, handler: str, p
 def run(opts: common.Options) -> dict[str, Any]:
     n = opts.rows or DEFAULT_ROWS
     dsn = opts.dsn
-    wanted = opts.only.split(",") if opts.only else [*HANDLERS, "latency"]
+    wanted = opts.only.split(",") if opts.only else [*HANDLERS, "latency", "enqueue"]
     handlers = tuple(h for h in HANDLERS if h in wanted)
     versions = peers.available()
     sides: dict[str, Ours | Pgq] = {"taskqueue": Ours(dsn)}
@@ -372,6 +418,8 @@ def run(opts: common.Options) -> dict[str, Any]:
     }
     if "latency" in wanted:
         result["latency"] = latency(dsn, probes=200, backlog=n)
+    if "enqueue" in wanted:
+        result["enqueue"] = enqueue_check(dsn, sides.get("pgqueuer"))  # type: ignore[arg-type]
     result["load_average_after"] = os.getloadavg()
     targets = {}
     if "pgqueuer" in sides:
@@ -386,6 +434,10 @@ def run(opts: common.Options) -> dict[str, Any]:
             lat = result["latency"][phase]
             targets[f"latency_{phase}_p50_lt_10ms"] = lat["p50_ms"] < 10
             targets[f"latency_{phase}_p99_lt_50ms"] = lat["p99_ms"] < 50
+    if "enqueue" in result and "pgqueuer_single" in result["enqueue"]:
+        e = result["enqueue"]
+        targets["enqueue_single_ahead"] = e["taskqueue_single"]["per_second"] > e["pgqueuer_single"]["per_second"]
+        targets["enqueue_batch_ahead"] = e["taskqueue_batch"]["per_second"] > e["pgqueuer_batch"]["per_second"]
     result["targets"] = targets
     common.drop_schema(dsn, SCHEMA)
     return result
