@@ -18,8 +18,8 @@ from typing import Any, Literal, TypeVar
 import psycopg
 import psycopg.errors
 import psycopg.sql
-from psycopg.rows import dict_row
 import sqlalchemy as sa
+from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
