@@ -1,131 +1,475 @@
-"""Target 3: drain N no-op tasks with two worker processes, against the peers, in one run.
+"""Drain: real worker processes of each library empty a queue, side by side, in one run.
 
-Ours is measured twice: the project's ``Worker`` as a user runs it (one
-transaction per completion), and a batch loop over ``claim_many`` and
-``complete_many`` (one transaction per batch each way). Peers: PGQueuer's
-QueueManager in drain mode at several batch sizes (its best counts) and
-procrastinate's worker with wait=False.
+taskqueue runs as ``taskqueue worker bench.drain_app:worker`` processes (the
+CLI a user runs); PGQueuer as ``PgQueuer(AsyncpgDriver(conn)).run(batch_size)``
+on uvloop, which is what ``pgq run`` does. For every cell:
+
+1. the worker processes start against an empty queue; each says when it is
+   connected and LISTENing (imports, connecting and start-up are off the clock);
+2. N jobs are enqueued in one transaction: its commit releases every worker at
+   once, and the clock starts when it returns;
+3. the clock stops at the first look at the table that shows nothing queued
+   or running (committed state), polled every few milliseconds.
+
+Each library is measured at its defaults and over a sweep of its settings (the
+best is published), with 1 and 2 processes, with a no-op handler, a 1 ms sleep
+and 1 ms of CPU. Rounds are interleaved, each cell's figure is the median.
+Latency (enqueue to handler start, idle and busy) is measured on our worker at
+its defaults.
 """
 
 from __future__ import annotations
 
-import threading
+import asyncio
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from dataclasses import dataclass, field
 from typing import Any
+
+import psycopg
 
 from . import common, peers
 
-PROCESSES = 2
-DEFAULT_ROWS = 20_000
 SCHEMA = "bench_drain"
-BATCH = 500
+DEFAULT_ROWS = 20_000
+#: The 1 ms CPU handler runs at most ~1,000 jobs/s a core: fewer jobs keep its cells short.
+CPU_ROWS_DIVISOR = 5
+ROUNDS = 2
+POLL = 0.004
+READY_TIMEOUT = 60.0
+HANDLERS = ("noop", "sleep", "cpu")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def seed(dsn: str, n: int) -> None:
-    tq = common.fresh_queue(dsn, SCHEMA)
-    done = 0
-    while done < n:
-        k = min(10_000, n - done)
-        tq.enqueue_many([{"payload": None}] * k)
-        done += k
-    tq.close()
-    common.execute(dsn, SCHEMA, "VACUUM ANALYZE tasks")
+@dataclass(frozen=True)
+class Cell:
+    library: str  # "taskqueue" or "pgqueuer"
+    handler: str
+    processes: int
+    settings: tuple[tuple[str, int], ...] = ()  # () = the library's defaults
+
+    @property
+    def label(self) -> str:
+        knobs = " ".join(f"{k}={v}" for k, v in self.settings) or "defaults"
+        return f"{self.library} {self.handler} x{self.processes} {knobs}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"library": self.library, "handler": self.handler, "processes": self.processes,
+                "settings": dict(self.settings) or "defaults"}
 
 
-def _loop_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
+#: Settings swept per library (defaults are always measured too).
+OURS_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = ((("concurrency", 32),), (("concurrency", 64),))
+PGQ_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
+    (("batch", 100),),
+    (("batch", 500),),
+    (("batch", 100), ("instances", 2)),
+    (("batch", 500), ("instances", 2)),
+)
+
+
+def cells(handlers: tuple[str, ...]) -> list[Cell]:
+    out = []
+    for handler in handlers:
+        for processes in (1, 2):
+            for library, sweep in (("taskqueue", OURS_SWEEP), ("pgqueuer", PGQ_SWEEP)):
+                out.append(Cell(library, handler, processes))
+                out.extend(Cell(library, handler, processes, s) for s in sweep)
+    return out
+
+
+# -- the two libraries' sides ---------------------------------------------------
+class Ours:
+    name = "taskqueue"
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        common.fresh_queue(dsn, SCHEMA).close()
+
+    def reset(self) -> None:
+        common.execute(self.dsn, SCHEMA, "TRUNCATE tasks RESTART IDENTITY")
+
+    def command(self, cell: Cell) -> list[str]:
+        cmd = [sys.executable, "-m", "taskqueue", "worker", "bench.drain_app:worker", "--dsn", self.dsn,
+               "--schema", SCHEMA, "--no-migrate", *os.environ.get("BENCH_OURS_ARGS", "").split()]
+        for key, value in cell.settings:
+            cmd += [f"--{key}", str(value)]
+        return cmd
+
+    def enqueue(self, n: int) -> None:
+        from taskqueue import TaskQueue
+
+        with TaskQueue(self.dsn, schema=SCHEMA) as tq:
+            tq.enqueue_many([{"payload": None}] * n)  # one transaction: its commit releases the workers
+
+    left_sql = "SELECT EXISTS (SELECT 1 FROM tasks WHERE state IN ('queued', 'running'))"
+    done_sql = "SELECT count(*) FROM tasks WHERE state = 'done'"
+    search_path = SCHEMA
+
+
+class Pgq:
+    name = "pgqueuer"
+
+    def __init__(self, dsn: str) -> None:
+        # A database of its own, named after ours: other scenarios reinstall bench_pgqueuer.
+        base = psycopg.conninfo.conninfo_to_dict(dsn).get("dbname", "bench")
+        self.dsn = common.ensure_database(common.with_dbname(dsn, f"{base}_drain_pgqueuer"))
+        peers.pgq_reset(self.dsn)
+        self.url = _url(self.dsn)  # asyncpg takes URLs only
+
+    def reset(self) -> None:
+        common.execute(self.dsn, None, "TRUNCATE pgqueuer, pgqueuer_log, pgqueuer_statistics",
+                       "VACUUM ANALYZE pgqueuer")
+
+    def command(self, cell: Cell) -> list[str]:
+        knobs = dict(cell.settings)
+        return [sys.executable, "-m", "bench.drain_app", "pgq", "--dsn", self.url,
+                "--batch", str(knobs.get("batch", 10)), "--instances", str(knobs.get("instances", 1))]
+
+    def enqueue(self, n: int) -> None:
+        async def go() -> None:
+            import asyncpg
+            from pgqueuer.db import AsyncpgDriver
+            from pgqueuer.queries import Queries
+
+            conn = await asyncpg.connect(self.url)
+            await Queries(AsyncpgDriver(conn)).enqueue(["noop"] * n, [None] * n, [0] * n)  # one statement
+            await conn.close()
+
+        asyncio.run(go())
+
+    left_sql = "SELECT EXISTS (SELECT 1 FROM pgqueuer WHERE status IN ('queued', 'picked'))"
+    done_sql = "SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'"
+    search_path = None
+
+
+def _url(dsn: str) -> str:
+    from urllib.parse import quote
+
+    p = psycopg.conninfo.conninfo_to_dict(dsn)
+    auth = quote(str(p.get("user", ""))) + (":" + quote(str(p["password"])) if p.get("password") else "")
+    host = f"{p.get('host', 'localhost')}:{p.get('port', 5432)}"
+    return f"postgresql://{auth}{'@' if auth else ''}{host}/{quote(str(p.get('dbname', 'postgres')))}"
+
+
+# -- one cell -----------------------------------------------------------------
+@dataclass
+class Workers:
+    """Worker processes started against an empty queue, each announcing itself when ready."""
+
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    ready_dir: str = ""
+    logs: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, cmd: list[str], count: int, handler: str, extra_env: dict[str, str] | None = None) -> Workers:
+        self = cls(ready_dir=tempfile.mkdtemp(prefix="bench-ready-"))
+        env = {**os.environ, "BENCH_HANDLER": handler, "BENCH_READY": self.ready_dir,
+               "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(extra_env or {})}
+        for _ in range(count):
+            log = tempfile.TemporaryFile()
+            self.logs.append(log)
+            self.procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log))
+        deadline = time.monotonic() + READY_TIMEOUT
+        while len(os.listdir(self.ready_dir)) < count:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                tail = self.tail()
+                self.stop()
+                raise RuntimeError(f"workers did not become ready: {tail}")
+            time.sleep(0.02)
+        return self
+
+    def tail(self) -> str:
+        out = []
+        for log in self.logs:
+            log.seek(0)
+            out.append(log.read()[-2000:].decode(errors="replace"))
+        return "\n".join(out)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for log in self.logs:
+            log.close()
+        shutil.rmtree(self.ready_dir, ignore_errors=True)
+
+
+def _connect(dsn: str, search_path: str | None) -> psycopg.Connection[Any]:
+    conn = psycopg.connect(dsn, autocommit=True)
+    if search_path is not None:
+        conn.execute("SELECT set_config('search_path', %s, false)", (f'"{search_path}"',))
+    return conn
+
+
+def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[str, Any]:
+    side.reset()
+    workers = Workers.start(side.command(cell), cell.processes, cell.handler)
+    try:
+        with _connect(side.dsn, side.search_path) as conn:
+            bar.update(task, description=cell.label, completed=0, total=n)
+            side.enqueue(n)
+            start = time.perf_counter()
+            next_show = start
+            while True:
+                now = time.perf_counter()
+                if now >= next_show:
+                    bar.update(task, completed=int(conn.execute(side.done_sql).fetchone()[0]))
+                    next_show = now + 0.25
+                if not conn.execute(side.left_sql).fetchone()[0]:
+                    elapsed = time.perf_counter() - start
+                    break
+                if now - start > 600:
+                    raise RuntimeError(f"{cell.label}: not drained after 600 s")
+                time.sleep(POLL)
+            done = int(conn.execute(side.done_sql).fetchone()[0])
+            bar.update(task, completed=done)
+    finally:
+        workers.stop()
+    if done != n:
+        raise RuntimeError(f"{cell.label}: {done} of {n} jobs recorded done")
+    return {"jobs": done, "seconds": elapsed, "per_second": done / elapsed}
+
+
+# -- latency ------------------------------------------------------------------
+def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
+    """Enqueue-to-handler-start of single tasks on one default worker: idle, then behind a draining backlog.
+
+    Measured from the moment ``enqueue`` returned (the task is committed) to
+    the handler's first line, both on the machine's wall clock;
+    ``from_call`` measures from before the call instead.
+
+    Busy: the worker is draining ``backlog`` no-op tasks; each probe is
+    enqueued at a more urgent priority (lower number), so it waits for the
+    worker's next claim round, not for the backlog.
+    """
     from taskqueue import TaskQueue
 
-    tq = TaskQueue(args["dsn"], schema=SCHEMA, pool_size=1, max_overflow=0)
-    tq.peek()
-    stop = common.ready(counter, sync)
-    n = 0
-    while not stop.is_set():
-        tasks = tq.claim_many(limit=args["batch"], worker=f"loop-{idx}")
-        if not tasks:
-            break
-        lost = tq.complete_many([(t, None) for t in tasks])
-        n += len(tasks) - len(lost)
-        counter.value = n
-    tq.close()
-    return {"count": n}
+    ours = Ours(dsn)
+    stamps = tempfile.NamedTemporaryFile(prefix="bench-stamps-", delete=False)
+    stamps.close()
+    result: dict[str, Any] = {}
+    with common.progress() as bar:
+        task = bar.add_task("latency", total=2 * probes)
+        for phase in ("idle", "busy"):
+            ours.reset()
+            open(stamps.name, "w").close()
+            workers = Workers.start(ours.command(Cell("taskqueue", "stamp", 1)), 1, "stamp",
+                                    {"BENCH_STAMPS": stamps.name})
+            try:
+                with TaskQueue(dsn, schema=SCHEMA, pool_size=1) as tq:
+                    tq.stats()  # connect before the first probe
+                    if phase == "busy":
+                        tq.enqueue_many([{"payload": None}] * backlog)
+                    sent: dict[int, tuple[float, float]] = {}
+                    for _ in range(probes):
+                        before = time.time()
+                        probe_id = tq.enqueue({"probe": True}, priority=-1)
+                        sent[probe_id] = (before, time.time())
+                        bar.advance(task)
+                        time.sleep(0.01)
+                    deadline = time.monotonic() + 60
+                    while time.monotonic() < deadline:
+                        counts = tq.stats().by_state
+                        if not counts["queued"] + counts["running"]:
+                            break
+                        time.sleep(0.05)
+                    left = tq.stats().by_state["queued"]
+            finally:
+                workers.stop()
+            with open(stamps.name) as f:
+                started = {int(a): float(b) for a, b in (line.split() for line in f if line.strip())}
+            if set(started) != set(sent):
+                raise RuntimeError(f"latency {phase}: {len(started)} of {len(sent)} probes ran")
+            # From the moment enqueue() returned (its commit is done); "from_call" adds the enqueue itself.
+            summary = common.latency_summary([started[i] - sent[i][1] for i in sent])
+            summary["from_call"] = common.latency_summary([started[i] - sent[i][0] for i in sent])
+            summary["backlog"] = backlog if phase == "busy" else 0
+            summary["backlog_left_at_end"] = left
+            result[phase] = summary
+    os.unlink(stamps.name)
+    return result
 
 
-def _worker_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
-    import logging
-
+# -- enqueue, side by side ----------------------------------------------------
+def enqueue_check(dsn: str, pgq: Pgq | None, rounds: int = 3, single: int = 300, batch: int = 10_000) -> dict[str, Any]:
+    """Single and 10k-batch enqueue of both libraries, interleaved rounds (PGQueuer on asyncpg + uvloop)."""
     from taskqueue import TaskQueue
-    from taskqueue.worker import Worker
 
-    logging.getLogger("taskqueue").setLevel(logging.WARNING)
-    tq = TaskQueue(args["dsn"], schema=SCHEMA, pool_size=4, max_overflow=20)
-    tq.peek()
-    worker = Worker(queues=["default"], concurrency=args["concurrency"], name=f"drain-{idx}", maintenance=False,
-                    capacity=args.get("capacity"), policy=args.get("policy", "backfill"))
-    n = 0
-    lock = threading.Lock()
+    rates: dict[str, list[float]] = {"taskqueue_single": [], "taskqueue_batch": []}
+    if pgq is not None:
+        rates |= {"pgqueuer_single": [], "pgqueuer_batch": []}
 
-    @worker.handler("default")
-    def noop(task: Any) -> None:
-        nonlocal n
-        with lock:
-            n += 1
-            counter.value = n
+    async def theirs(n: int, one_by_one: bool) -> float:
+        import asyncpg
+        from pgqueuer.db import AsyncpgDriver
+        from pgqueuer.queries import Queries
 
-    def watch() -> None:
-        # Drain mode: stop once nothing is waiting or running.
-        while True:
-            time.sleep(0.05)
-            left = tq.stats().by_state
-            if left["queued"] == 0 and left["running"] == 0 and left["scheduled"] == 0:
-                worker.stop()
-                return
+        assert pgq is not None
+        conn = await asyncpg.connect(pgq.url)
+        q = Queries(AsyncpgDriver(conn))
+        t0 = time.perf_counter()
+        if one_by_one:
+            for _ in range(n):
+                await q.enqueue("noop", None)
+        else:
+            await q.enqueue(["noop"] * n, [None] * n, [0] * n)
+        rate = n / (time.perf_counter() - t0)
+        await conn.close()
+        return rate
 
-    common.ready(counter, sync)
-    threading.Thread(target=watch, daemon=True).start()
-    worker.run(tq)
-    tq.close()
-    return {"count": n}
+    common.fresh_queue(dsn, SCHEMA).close()
+    with TaskQueue(dsn, schema=SCHEMA) as tq:
+        tq.stats()
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            for _ in range(single):
+                tq.enqueue(None)
+            rates["taskqueue_single"].append(single / (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            tq.enqueue_many([{"payload": None}] * batch)
+            rates["taskqueue_batch"].append(batch / (time.perf_counter() - t0))
+            if pgq is not None:
+                import uvloop
+
+                rates["pgqueuer_single"].append(uvloop.run(theirs(single, True)))
+                rates["pgqueuer_batch"].append(uvloop.run(theirs(batch, False)))
+    return {k: {"per_second": statistics.median(v), "rounds": v} for k, v in rates.items()}
 
 
-def ours(dsn: str, n: int, fn: Any, label: str, **args: Any) -> dict[str, Any]:
-    seed(dsn, n)
-    elapsed, _, _ = common.run_clients(fn, PROCESSES, {"dsn": dsn, **args}, label=label, total=n)
-    done = int(common.scalar(dsn, SCHEMA, "SELECT count(*) FROM tasks WHERE state = 'done'"))
-    return {"jobs": done, "seconds": elapsed, "per_second": done / elapsed, **args}
+# -- the whole run ------------------------------------------------------------
+def best_of(figures: dict[str, dict[str, Any]], library: str, handler: str, processes: int) -> dict[str, Any]:
+    mine = [f for f in figures.values()
+            if f["library"] == library and f["handler"] == handler and f["processes"] == processes]
+    return max(mine, key=lambda f: f["per_second"])
+
+
+def default_of(figures: dict[str, dict[str, Any]], library: str, handler: str, processes: int) -> dict[str, Any]:
+    return next(f for f in figures.values() if f["library"] == library and f["handler"] == handler
+                and f["processes"] == processes and f["settings"] == "defaults")
 
 
 def run(opts: common.Options) -> dict[str, Any]:
     n = opts.rows or DEFAULT_ROWS
     dsn = opts.dsn
-    result: dict[str, Any] = {"scenario": "drain", "rows": n, "processes": PROCESSES, "peers": peers.available()}
-    result["ours_batch_loop"] = ours(dsn, n, _loop_client, f"ours claim_many/complete_many b{BATCH}", batch=BATCH)
-    result["ours_worker"] = ours(dsn, n, _worker_client, "ours Worker", concurrency=50)
-    common.drop_schema(dsn, SCHEMA)
-    if result["peers"]["pgqueuer"]:
-        pdsn = peers.pgq_dsn(dsn)
-        runs = [peers.pgq_drain(pdsn, n, PROCESSES, b) for b in (10, 100, 500)]
-        result["pgqueuer_runs"] = runs
-        result["pgqueuer_best"] = max(runs, key=lambda r: r["per_second"])
-    if result["peers"]["procrastinate"]:
-        result["procrastinate"] = peers.proc_drain(peers.proc_dsn(dsn), n, PROCESSES)
-    limit = common.physical_limit(dsn, PROCESSES)
-    result["limit"] = limit
-    best_ours = max(result["ours_batch_loop"]["per_second"], result["ours_worker"]["per_second"])
-    ratios = {"ours_batch_loop_vs_limit": common.ratio(result["ours_batch_loop"]["per_second"], limit["per_second"]),
-              "ours_worker_vs_limit": common.ratio(result["ours_worker"]["per_second"], limit["per_second"])}
+    wanted = opts.only.split(",") if opts.only else [*HANDLERS, "latency", "enqueue"]
+    handlers = tuple(h for h in HANDLERS if h in wanted)
+    versions = peers.available()
+    sides: dict[str, Ours | Pgq] = {"taskqueue": Ours(dsn)}
+    if versions["pgqueuer"]:
+        sides["pgqueuer"] = Pgq(dsn)
+    todo = [c for c in cells(handlers) if c.library in sides]
+    if os.environ.get("BENCH_FILTER"):  # e.g. "x2" or "taskqueue noop": a subset of the cells
+        todo = [c for c in todo if os.environ["BENCH_FILTER"] in c.label]
+    rounds = int(os.environ.get("BENCH_ROUNDS", ROUNDS))
+    samples: dict[Cell, list[dict[str, Any]]] = {c: [] for c in todo}
+    load_before = os.getloadavg()
+    with common.progress() as bar:
+        overall = bar.add_task("drain cells", total=len(todo) * rounds)
+        current = bar.add_task("", total=n)
+        for r in range(rounds):
+            # Interleaved: every round runs every cell, in an order that alternates the libraries.
+            order = todo if r % 2 == 0 else list(reversed(todo))
+            for cell in order:
+                rows = n // CPU_ROWS_DIVISOR if cell.handler == "cpu" else n
+                samples[cell].append(run_cell(sides[cell.library], cell, rows, bar, current))
+                bar.advance(overall)
+    figures: dict[str, dict[str, Any]] = {}
+    for cell, runs in samples.items():
+        rates = [s["per_second"] for s in runs]
+        figures[cell.label] = {**cell.as_dict(), "jobs": runs[0]["jobs"], "per_second": statistics.median(rates),
+                               "rounds": rates}
+    table = []
+    for handler in handlers:
+        for processes in (1, 2):
+            row: dict[str, Any] = {"handler": handler, "processes": processes}
+            for kind, pick in (("defaults", default_of), ("best", best_of)):
+                for library in sides:
+                    try:
+                        got = pick(figures, library, handler, processes)
+                    except (StopIteration, ValueError):  # a subset of the cells was run (BENCH_FILTER)
+                        continue
+                    row[f"{library}_{kind}"] = {"per_second": got["per_second"], "settings": got["settings"]}
+                if f"taskqueue_{kind}" in row and f"pgqueuer_{kind}" in row:
+                    row[f"ratio_{kind}"] = common.ratio(row[f"taskqueue_{kind}"]["per_second"],
+                                                        row[f"pgqueuer_{kind}"]["per_second"])
+            table.append(row)
+    result: dict[str, Any] = {
+        "scenario": "drain",
+        "rows": n,
+        "cpu_rows": n // CPU_ROWS_DIVISOR,
+        "rounds": rounds,
+        "peers": versions,
+        "load_average_before": load_before,
+        "figures": figures,
+        "table": table,
+    }
+    if "latency" in wanted:
+        result["latency"] = latency(dsn, probes=200, backlog=n)
+    if "enqueue" in wanted:
+        result["enqueue"] = enqueue_check(dsn, sides.get("pgqueuer"))  # type: ignore[arg-type]
+    result["load_average_after"] = os.getloadavg()
     targets = {}
-    if "pgqueuer_best" in result:
-        pg = result["pgqueuer_best"]["per_second"]
-        ratios["ours_batch_loop_vs_pgqueuer"] = common.ratio(result["ours_batch_loop"]["per_second"], pg)
-        ratios["ours_worker_vs_pgqueuer"] = common.ratio(result["ours_worker"]["per_second"], pg)
-        ratios["pgqueuer_vs_limit"] = common.ratio(pg, limit["per_second"])
-        targets["ge_1x_pgqueuer"] = best_ours >= pg
-    if "procrastinate" in result:
-        pr = result["procrastinate"]["per_second"]
-        ratios["ours_batch_loop_vs_procrastinate"] = common.ratio(result["ours_batch_loop"]["per_second"], pr)
-        ratios["ours_worker_vs_procrastinate"] = common.ratio(result["ours_worker"]["per_second"], pr)
-        ratios["procrastinate_vs_limit"] = common.ratio(pr, limit["per_second"])
-        targets["ge_10x_procrastinate"] = best_ours >= 10 * pr
-    result["ratios"] = ratios
+    if "pgqueuer" in sides:
+        for row in table:
+            key = f"{row['handler']}_x{row['processes']}"
+            if "ratio_defaults" in row:
+                targets[f"{key}_defaults_ge_1.5x"] = row["ratio_defaults"] >= 1.5
+            if "ratio_best" in row:
+                targets[f"{key}_best_ge_1.0x"] = row["ratio_best"] >= 1.0
+    if "latency" in result:
+        for phase in ("idle", "busy"):
+            lat = result["latency"][phase]
+            targets[f"latency_{phase}_p50_lt_10ms"] = lat["p50_ms"] < 10
+            targets[f"latency_{phase}_p99_lt_50ms"] = lat["p99_ms"] < 50
+    if "enqueue" in result and "pgqueuer_single" in result["enqueue"]:
+        e = result["enqueue"]
+        targets["enqueue_single_ahead"] = e["taskqueue_single"]["per_second"] > e["pgqueuer_single"]["per_second"]
+        targets["enqueue_batch_ahead"] = e["taskqueue_batch"]["per_second"] > e["pgqueuer_batch"]["per_second"]
     result["targets"] = targets
+    common.drop_schema(dsn, SCHEMA)
     return result
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The drain table of docs/performance.md, from a result of :func:`run`."""
+
+    def knobs(settings: Any) -> str:
+        return "defaults" if settings == "defaults" else ", ".join(f"{k} {v}" for k, v in settings.items())
+
+    lines = [
+        "| handler | processes | taskqueue defaults | PGQueuer defaults | ratio (goal ≥ 1.5×) "
+        "| taskqueue best | PGQueuer best | ratio (goal ≥ 1.0×) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in result["table"]:
+        if "ratio_defaults" not in row or "ratio_best" not in row:
+            continue
+        cells = [row["handler"], str(row["processes"])]
+        for kind in ("defaults", "best"):
+            ours, theirs = row[f"taskqueue_{kind}"], row[f"pgqueuer_{kind}"]
+            suffix = "" if kind == "defaults" else f" ({knobs(ours['settings'])})"
+            theirs_suffix = "" if kind == "defaults" else f" ({knobs(theirs['settings'])})"
+            cells += [f"{ours['per_second']:,.0f}{suffix}", f"{theirs['per_second']:,.0f}{theirs_suffix}",
+                      f"{row[f'ratio_{kind}']:.2f}×"]
+        lines.append("| " + " | ".join(cells) + " |")
+    if "latency" in result:
+        lines += ["", "| latency, enqueue → handler start (1 worker, defaults) | n | p50 | p90 | p99 |",
+                  "|---|---|---|---|---|"]
+        for phase in ("idle", "busy"):
+            lat = result["latency"][phase]
+            lines.append(f"| {phase} | {lat['n']} | {lat['p50_ms']:.1f} ms | {lat['p90_ms']:.1f} ms "
+                         f"| {lat['p99_ms']:.1f} ms |")
+    return "\n".join(lines)

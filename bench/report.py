@@ -36,15 +36,14 @@ def table(r: dict[str, Any]) -> str:
         rows.append(f"| 2. full pools, {p['rows']:,} tasks / {p['pools']:,} pools | {_f(p['with_pools']['per_second'])} claim+complete/s | no pools {_f(p['without_pools']['per_second'])}/s | {_f(p['ratio_pools_vs_none'], 2)} | ≥ 0.5 | {'yes' if p['targets']['pools_ratio_ge_0_5'] else 'no'} |")
         rows.append(f"| 5. pools vs limit (8 clients) | {_f(p['with_pools']['per_second'])} /s | {_f(p['limit']['per_second'])} /s | {_f(p['with_pools_vs_limit'], 2)} | (report) | — |")
     d = r.get("drain")
-    if d:
-        best = max(d["ours_batch_loop"]["per_second"], d["ours_worker"]["per_second"])
-        if "pgqueuer_best" in d:
-            pg = d["pgqueuer_best"]
-            rows.append(f"| 3. drain {d['rows']:,} no-ops, 2 processes, vs PGQueuer best (batch {pg['batch_size']}) | {_f(best)} jobs/s (loop {_f(d['ours_batch_loop']['per_second'])}, Worker {_f(d['ours_worker']['per_second'])}) | {_f(pg['per_second'])} jobs/s | {_f(best / pg['per_second'], 2)}× | ≥ 1.0× | {'yes' if d['targets'].get('ge_1x_pgqueuer') else 'no'} |")
-        if "procrastinate" in d:
-            pr = d["procrastinate"]
-            rows.append(f"| 3. drain vs procrastinate | {_f(best)} jobs/s | {_f(pr['per_second'])} jobs/s | {_f(best / pr['per_second'], 1)}× | ≥ 10× | {'yes' if d['targets'].get('ge_10x_procrastinate') else 'no'} |")
-        rows.append(f"| 5. drain vs limit (2 clients) | {_f(best)} /s | {_f(d['limit']['per_second'])} /s | {_f(best / d['limit']['per_second'], 2)} | (report) | — |")
+    if d and "table" in d:
+        for row in d["table"]:
+            if "pgqueuer_defaults" not in row:
+                continue
+            what = f"3. drain, {row['handler']} handler, {row['processes']} process(es)"
+            for kind, goal in (("defaults", 1.5), ("best", 1.0)):
+                ours, theirs, ratio = row[f"taskqueue_{kind}"], row[f"pgqueuer_{kind}"], row[f"ratio_{kind}"]
+                rows.append(f"| {what}, {kind} | {_f(ours['per_second'])} jobs/s | PGQueuer {_f(theirs['per_second'])} jobs/s | {_f(ratio, 2)}× | ≥ {goal}× | {'yes' if ratio >= goal else 'no'} |")
     e = r.get("enqueue")
     if e:
         rows.append(f"| 4. enqueue_many, 10k batches | {_f(e['enqueue_many_per_second'])} tasks/s | COPY {_f(e['copy_per_second'])} rows/s | {_f(e['ratios']['enqueue_many_vs_copy'], 2)} of COPY | ≥ 100k/s | {'yes' if e['targets']['enqueue_many_ge_100k'] else 'no'} |")
@@ -87,22 +86,20 @@ def charts(r: dict[str, Any], out: Path) -> list[str]:
         plt.close(fig)
         made.append("latency-vs-backlog.png")
     d = r.get("drain")
-    if d:
-        names = ["ours: claim_many/\ncomplete_many", "ours: Worker"]
-        vals = [d["ours_batch_loop"]["per_second"], d["ours_worker"]["per_second"]]
-        if "pgqueuer_best" in d:
-            names.append(f"PGQueuer 1.6\n(batch {d['pgqueuer_best']['batch_size']})")
-            vals.append(d["pgqueuer_best"]["per_second"])
-        if "procrastinate" in d:
-            names.append("procrastinate\n3.10")
-            vals.append(d["procrastinate"]["per_second"])
-        names.append("limit: UPDATE+\nCOMMIT, 2 clients")
-        vals.append(d["limit"]["per_second"])
-        fig, ax = plt.subplots(figsize=(7, 3.8))
-        ax.bar(names, vals, color=["#2b6cb0", "#63b3ed", "#dd6b20", "#d69e2e", "#718096"][: len(vals)])
+    if d and "table" in d:
+        rows = [row for row in d["table"] if "pgqueuer_best" in row]
+        labels = [f"{row['handler']}\n×{row['processes']}" for row in rows]
+        fig, ax = plt.subplots(figsize=(8, 3.8))
+        width = 0.2
+        series = (("taskqueue_defaults", "taskqueue defaults", "#63b3ed"), ("taskqueue_best", "taskqueue best", "#2b6cb0"),
+                  ("pgqueuer_defaults", "PGQueuer defaults", "#f6ad55"), ("pgqueuer_best", "PGQueuer best", "#dd6b20"))
+        for i, (key, name, color) in enumerate(series):
+            ax.bar([x + (i - 1.5) * width for x in range(len(rows))], [row[key]["per_second"] for row in rows],
+                   width, label=name, color=color)
+        ax.set_xticks(range(len(rows)), labels)
         ax.set_ylabel("jobs/s")
-        ax.set_title(f"Drain {d['rows']:,} no-op tasks, 2 processes")
-        ax.tick_params(axis="x", labelsize=8)
+        ax.set_title(f"Drain {d['rows']:,} jobs (1 ms CPU: {d['cpu_rows']:,}), real worker processes")
+        ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / "drain-vs-peers.png", dpi=110)
         plt.close(fig)

@@ -45,10 +45,12 @@ def workloads(seconds: float) -> dict[str, Workload]:
     }
 
 
-def _start_workers(dsn: str, schema: str, policy: str) -> list[subprocess.Popen[bytes]]:
+def _start_workers(
+    dsn: str, schema: str, policy: str, capacities: tuple[int, ...] = CAPACITIES
+) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     procs = []
-    for capacity in CAPACITIES:
+    for capacity in capacities:
         cmd = [sys.executable, "-m", "taskqueue", "--dsn", dsn, "--schema", schema, "worker",
                "bench.scheduling_app:worker", "--capacity", str(capacity), "--policy", policy,
                "--log-level", "WARNING", "--no-migrate"]
@@ -143,23 +145,39 @@ class _Measured:
 
 
 def drain_cost(dsn: str, n: int, rounds: int = 2) -> dict[str, Any]:
-    """The drain benchmark's Worker with a capacity, under greedy and the default policy, alternated.
+    """Drain ``n`` no-op tasks (size 1) with two worker processes of capacity 50, greedy and backfill alternated.
 
-    Every task fits (required 1, capacity 50), so the policy never holds
-    anything back: what is measured is the cost of planning each round.
+    Every task fits, so the policy never holds anything back: what is measured
+    is the cost of planning the rounds.
     """
-    from . import drain
-
     runs: dict[str, list[float]] = {"greedy": [], "backfill": []}
     for _ in range(rounds):
         for policy in runs:
-            got = drain.ours(dsn, n, drain._worker_client, f"drain, capacity 50, {policy}",
-                             concurrency=50, capacity=50, policy=policy)
-            runs[policy].append(got["per_second"])
-    common.drop_schema(dsn, drain.SCHEMA)
+            runs[policy].append(_drain_once(dsn, n, policy))
     best = {p: max(v) for p, v in runs.items()}
     ratio = common.ratio(best["backfill"], best["greedy"])
     return {"rows": n, "per_second": runs, "best": best, "backfill_vs_greedy": ratio}
+
+
+def _drain_once(dsn: str, n: int, policy: str) -> float:
+    schema = f"bench_sched_drain_{policy}"
+    tq = common.fresh_queue(dsn, schema)
+    for done in range(0, n, 10_000):
+        tq.enqueue_many([{"payload": {"seconds": 0}, "queue": QUEUE, "required": 1}] * min(10_000, n - done))
+    common.console.print(f"scheduling: drain {n} under {policy}")
+    start = time.monotonic()
+    procs = _start_workers(dsn, schema, policy, capacities=(50, 50))
+    try:
+        while tq.stats().by_state["done"] < n:
+            time.sleep(0.02)
+        return n / (time.monotonic() - start)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+        tq.close()
+        common.drop_schema(dsn, schema)
 
 
 def run(opts: common.Options) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import psycopg
 import psycopg.errors
 import psycopg.sql
 import sqlalchemy as sa
+from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
@@ -55,8 +56,13 @@ def _pyformat(sql: str) -> str:
 #: Statements run on the driver connection directly, as prepared statements. A
 #: single enqueue is a few hundred microseconds of server time, and
 #: SQLAlchemy's execute path adds about a third to it; these skip that layer,
-#: never the pool or transaction.
-DRIVER = {name: _pyformat(STATEMENTS[name]) for name in ("enqueue_task",)}
+#: never the pool or transaction. The worker's hot path (claim, batched
+#: completion, batched heartbeat) is here for the same reason: per batch,
+#: SQLAlchemy's row mapping cost more than the statements' server time.
+DRIVER = {
+    name: _pyformat(STATEMENTS[name])
+    for name in ("enqueue_task", "claim_tasks", "complete_tasks", "heartbeat_tasks")
+}
 
 
 # -- engine and liveness ------------------------------------------------------
@@ -154,13 +160,18 @@ def _perform(conn: Connection, request: Request) -> Any:
 def _perform_on_driver(conn: Connection, sql: str, request: Query) -> Any:
     driver = conn.connection.driver_connection
     assert driver is not None
+    fetch = request.fetch
+    if fetch == "rows" or fetch == "first":
+        with driver.cursor(row_factory=dict_row) as cur:
+            cur.execute(sql, request.params, prepare=True)
+            return cur.fetchall() if fetch == "rows" else cur.fetchone()
     cursor = driver.execute(sql, request.params, prepare=True)
-    if request.fetch == "scalar":
+    if fetch == "scalar":
         row = cursor.fetchone()
         return None if row is None else row[0]
-    if request.fetch == "rowcount":
+    if fetch == "rowcount":
         return cursor.rowcount
-    raise TypeError(f"{request.name}: the driver path fetches a scalar or a rowcount, not {request.fetch!r}")
+    raise TypeError(f"{request.name}: the driver path fetches rows, a row, a scalar or a rowcount, not {fetch!r}")
 
 
 def drive(conn: Connection, op: Op[T], request: Request | None = None) -> T:

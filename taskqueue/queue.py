@@ -129,7 +129,8 @@ class TaskQueue:
         order: Order = "min",
     ) -> Task | None:
         """Claim the best task that fits ``available``: smallest (priority, id), or largest priority with 'max'."""
-        return self._run(ops.claim_one(available, queues, worker, lease, order))
+        # One statement (the claim function): atomic alone, so no BEGIN/COMMIT round trips.
+        return self._run(ops.claim_one(available, queues, worker, lease, order), mode="autocommit")
 
     def claim_many(
         self,
@@ -142,7 +143,7 @@ class TaskQueue:
         order: Order = "min",
     ) -> list[Task]:
         """Claim up to ``limit`` tasks in priority order, packing them into ``available``."""
-        return self._run(ops.claim_many(available, limit, queues, worker, lease, order))
+        return self._run(ops.claim_many(available, limit, queues, worker, lease, order), mode="autocommit")
 
     def peek(
         self, *, available: int | None = None, queues: Iterable[str] | None = None, order: Order = "min"
@@ -163,7 +164,7 @@ class TaskQueue:
 
     def heartbeat_many(self, tasks: Iterable[Task], *, lease: float | None = None) -> list[Task]:
         """Extend many leases in one round trip; return the tasks whose lease is lost."""
-        return self._run(ops.heartbeat_many(tasks, lease))
+        return self._run(ops.heartbeat_many(tasks, lease), mode="autocommit")
 
     def complete(self, task: Task, result: Any = None, *, connection: Connection | Session | None = None) -> None:
         """Finish the claim as done. With ``connection=``, it commits with the caller's own writes."""
@@ -176,8 +177,14 @@ class TaskQueue:
 
         One statement for the tasks and one per batch for the pools (released in
         name order), so a worker can complete a whole batch in one commit.
+        Without pooled tasks that is one statement, run without BEGIN/COMMIT
+        round trips on a connection of our own.
         """
-        return self._run(ops.complete_many(items, channel=self.channel), connection)
+        pairs = list(items)
+        # A claim's pool never changes: the handle's tells whether pools need releasing.
+        one_statement = not any(isinstance(p, tuple) and p and getattr(p[0], "pool", None) for p in pairs)
+        return self._run(ops.complete_many(pairs, channel=self.channel), connection,
+                         mode="autocommit" if one_statement else "transaction")
 
     def fail(
         self,

@@ -34,7 +34,8 @@ class FieldsFormatter(logging.Formatter):
         self.as_json = as_json
 
     def format(self, record: logging.LogRecord) -> str:
-        fields = {k: v for k, v in vars(record).items() if k not in _RECORD_KEYS and not k.startswith("_")}
+        # Called once per task outcome at INFO: kept lean (no vars() copy, one pass over the fields).
+        fields = {k: v for k, v in record.__dict__.items() if k not in _RECORD_KEYS and k[:1] != "_"}
         when = dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
         message = record.getMessage()
         if record.exc_info:
@@ -47,6 +48,8 @@ class FieldsFormatter(logging.Formatter):
 
 
 def _compact(value: Any) -> str:
+    if type(value) is int or type(value) is float:
+        return str(value)
     if isinstance(value, (list, tuple)):
         return ",".join(map(str, value))
     text = str(value)

@@ -5,6 +5,14 @@ The worker holds a set of running claims. Two budgets limit it: the sum of
 the number of busy handler threads within ``concurrency``. A claim whose lease
 was lost stops counting against capacity at once, but its thread stays busy
 until the handler returns, because a Python thread cannot be killed.
+
+A thread is free again as soon as its handler returns, while its claim still
+counts against ``capacity`` until the outcome is committed: the next claim
+round overlaps the commit of the last batch's outcomes instead of waiting
+for it. A worker with cheap handlers also claims ahead of its threads (see
+:mod:`~taskqueue.worker.pace`). Claims whose outcome is in flight are
+bounded as well, so a slow database slows the claims down rather than piling
+up finished work.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ..scheduling.planner import RunningTask
 from ..task import Task
+from .pace import Pace
 
 
 class Hold(enum.Enum):
@@ -32,6 +41,7 @@ class Entry:
     task: Task
     hold: Hold = Hold.RUNNING
     counted: bool = True  # counts against capacity
+    returned: bool = False  # the handler returned: its thread is free
     started: float = field(default=0.0)
 
 
@@ -47,14 +57,20 @@ class Capacity:
         # can be claimed again here while the old handler is still running.
         self._entries: dict[str, Entry] = {}
         self._in_use = 0
+        self._threads_busy = 0  # entries whose handler has not returned
+        self.pace = Pace(concurrency)
         self.peak_in_use = 0
         self.peak_threads = 0
 
     # -- budgets ------------------------------------------------------------
     def free(self) -> tuple[int | None, int]:
-        """(capacity available or None for unlimited, free threads)."""
+        """(capacity available or None for unlimited, how many claims to ask for).
+
+        The second is the free threads plus the claims worth holding ahead of them.
+        """
+        window = self.concurrency + self.pace.ahead()
         with self._lock:
-            threads = self.concurrency - len(self._entries)
+            threads = min(window - self._threads_busy, 2 * window - len(self._entries))
             if self.capacity is None:
                 return None, threads
             return max(0, self.capacity - self._in_use), threads
@@ -65,9 +81,14 @@ class Capacity:
             return self._in_use
 
     def busy(self) -> int:
-        """Handler threads still busy (lost and released claims included)."""
+        """Claims still held: handlers running (lost and released claims included) or outcomes in flight."""
         with self._lock:
             return len(self._entries)
+
+    def threads_busy(self) -> int:
+        """Handler threads busy: claims whose handler has not returned."""
+        with self._lock:
+            return self._threads_busy
 
     # -- life of a claim ----------------------------------------------------
     def add(self, task: Task, now: float) -> Entry:
@@ -75,8 +96,9 @@ class Capacity:
             entry = Entry(task, started=now)
             self._entries[_key(task)] = entry
             self._in_use += task.required
+            self._threads_busy += 1
             self.peak_in_use = max(self.peak_in_use, self._in_use)
-            self.peak_threads = max(self.peak_threads, len(self._entries))
+            self.peak_threads = max(self.peak_threads, self._threads_busy)
             return entry
 
     def running(self) -> list[RunningTask]:
@@ -87,6 +109,16 @@ class Capacity:
                 for e in self._entries.values()
                 if e.counted
             ]
+
+    def add_all(self, tasks: list[Task], now: float) -> None:
+        """``add`` for a claimed batch, under one lock."""
+        with self._lock:
+            for task in tasks:
+                self._entries[_key(task)] = Entry(task, started=now)
+                self._in_use += task.required
+            self._threads_busy += len(tasks)
+            self.peak_in_use = max(self.peak_in_use, self._in_use)
+            self.peak_threads = max(self.peak_threads, self._threads_busy)
 
     def holding(self) -> list[Task]:
         """Claims whose handler is still running: the ones to heartbeat."""
@@ -102,9 +134,12 @@ class Capacity:
         """Called when the handler returns; the answer says whether to report the outcome."""
         with self._lock:
             entry = self._entries[_key(task)]
+            self._handler_returned(entry)
             if entry.hold is Hold.RUNNING:
                 entry.hold = Hold.FINISHING
-            return entry.hold
+            hold = entry.hold
+        self._on_free()  # a thread is free: the claimer may fill it while the outcome is recorded
+        return hold
 
     def lose(self, task: Task) -> bool:
         """The lease is gone: stop counting it. False if the claim already ended another way."""
@@ -129,12 +164,18 @@ class Capacity:
             return tasks
 
     def remove(self, task: Task) -> None:
-        """The handler thread is free again."""
+        """The claim has ended: its outcome is recorded (or discarded)."""
         with self._lock:
             entry = self._entries.pop(_key(task), None)
             if entry is not None:
+                self._handler_returned(entry)
                 self._uncount(entry)
         self._on_free()
+
+    def _handler_returned(self, entry: Entry) -> None:
+        if not entry.returned:
+            entry.returned = True
+            self._threads_busy -= 1
 
     def _uncount(self, entry: Entry) -> None:
         if entry.counted:

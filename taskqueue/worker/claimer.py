@@ -66,12 +66,13 @@ class Claimer(Service):
         if self.planner is not None and available is not None:
             # The policy only ever lowers the budget: the claim stays the exact-fit claim.
             available = self.planner.budget(self.capacity.running, available)
+        started = time.monotonic()
         tasks = self.tq.claim_many(
             available=available, limit=threads, queues=self.queues, worker=self.worker, lease=self.lease
         )
         now = time.monotonic()
-        for task in tasks:
-            self.capacity.add(task, now)
+        self.capacity.pace.claimed(now - started)
+        self.capacity.add_all(tasks, now)
         return tasks, threads
 
     def interrupt(self) -> None:

@@ -8,6 +8,7 @@ would.)
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue as queue_mod
 import time
@@ -51,18 +52,21 @@ class Executor(Service):
         self.capacity = capacity
         self.completer = completer
         self.handlers = dict(handlers)
-        self._inbox: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
+        # In claim order, not arrival order: a task claimed ahead of the threads
+        # (see pace.py) must not hold back a more urgent one claimed after it.
+        self._inbox: queue_mod.PriorityQueue[tuple[int, int, int, int, Any]] = queue_mod.PriorityQueue()
+        self._seq = itertools.count()
 
     def submit(self, task: Task) -> None:
-        self._inbox.put(task)
+        self._inbox.put((0, task.priority, task.id, next(self._seq), task))
 
     def interrupt(self) -> None:
         for _ in range(self.alive_threads()):
-            self._inbox.put(_STOP)
+            self._inbox.put((1, 0, 0, next(self._seq), _STOP))  # after every task already submitted
 
     def run(self) -> None:
         while True:
-            item = self._inbox.get()
+            item = self._inbox.get()[-1]
             if item is _STOP:
                 return
             report = None
@@ -98,6 +102,7 @@ class Executor(Service):
                 log.debug("task %s raised", task.id, exc_info=True, extra=fields)
                 report.error = exc
         report.duration = time.monotonic() - started
+        self.capacity.pace.finished()
         if not self._may_report(task, fields):
             return None
         if report.error is None:

@@ -1,0 +1,175 @@
+"""The handlers of the drain benchmark, as each library's own runner loads them.
+
+taskqueue: ``taskqueue worker bench.drain_app:worker`` (the real CLI; flags as a
+user would pass them). PGQueuer: ``python -m bench.drain_app pgq`` runs
+``PgQueuer(AsyncpgDriver(conn)).run(batch_size=...)`` on uvloop, which is what
+``pgq run`` does; ``--instances K`` runs K of them in the one process, as
+PGQueuer's own benchmark does.
+
+The environment says which handler to run (``BENCH_HANDLER``: noop, sleep,
+cpu, stamp) and where to say "connected and listening"
+(``BENCH_READY``: a directory; one file per process). Imports, connecting and
+LISTEN all happen before that file appears, so none of it is on the clock.
+``stamp`` appends ``task_id started_at`` (``time.time()``) for every probe task
+to ``BENCH_STAMPS``, for the latency measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from typing import Any
+
+HANDLER = os.environ.get("BENCH_HANDLER", "noop")
+SLEEP_SECONDS = 0.001
+CPU_SECONDS = 0.001
+
+
+def burn(seconds: float) -> None:
+    """Keep the CPU busy for ``seconds`` (a handler doing real work, holding the GIL)."""
+    end = time.perf_counter() + seconds
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+
+
+def mark_ready() -> None:
+    folder = os.environ.get("BENCH_READY")
+    if folder:
+        with open(os.path.join(folder, str(os.getpid())), "w") as f:
+            f.write("ready")
+
+
+def _stamp(task_id: int) -> None:
+    started = time.time()
+    path = os.environ["BENCH_STAMPS"]
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{task_id} {started!r}\n".encode())
+    finally:
+        os.close(fd)
+
+
+# -- taskqueue -----------------------------------------------------------------
+def _make_worker() -> Any:
+    from taskqueue import Task, Worker
+
+    w = Worker()
+
+    if HANDLER == "noop":
+
+        def handle(task: Task) -> None:
+            return None
+
+    elif HANDLER == "sleep":
+
+        def handle(task: Task) -> None:
+            time.sleep(SLEEP_SECONDS)
+
+    elif HANDLER == "cpu":
+
+        def handle(task: Task) -> None:
+            burn(CPU_SECONDS)
+
+    elif HANDLER == "stamp":
+
+        def handle(task: Task) -> None:
+            if isinstance(task.payload, dict) and task.payload.get("probe"):
+                _stamp(task.id)
+
+    else:
+        raise SystemExit(f"unknown BENCH_HANDLER {HANDLER!r}")
+
+    w.handler("default", handle)
+
+    def announce() -> None:
+        w.ready.wait()
+        mark_ready()
+
+    threading.Thread(target=announce, daemon=True).start()
+    return w
+
+
+# -- PGQueuer --------------------------------------------------------------------
+def _pgq_handler() -> Any:
+    import asyncio
+
+    if HANDLER == "noop":
+
+        async def handle(job: Any) -> None:
+            return None
+
+    elif HANDLER == "sleep":
+
+        async def handle(job: Any) -> None:
+            await asyncio.sleep(SLEEP_SECONDS)
+
+    elif HANDLER == "cpu":
+
+        async def handle(job: Any) -> None:
+            burn(CPU_SECONDS)
+
+    else:
+        raise SystemExit(f"unknown BENCH_HANDLER {HANDLER!r} for PGQueuer")
+    return handle
+
+
+async def _pgq_main(dsn: str, instances: int, batch: int) -> None:
+    import asyncio
+    from datetime import timedelta
+
+    import asyncpg
+    from pgqueuer import PgQueuer
+    from pgqueuer.db import AsyncpgDriver
+
+    listening = 0
+
+    class AnnouncingDriver(AsyncpgDriver):
+        """PGQueuer's asyncpg driver, unchanged but for saying when its LISTEN is in place."""
+
+        async def add_listener(self, channel: str, callback: Any) -> None:
+            nonlocal listening
+            await super().add_listener(channel, callback)
+            listening += 1
+            if listening == instances:
+                mark_ready()
+
+    handle = _pgq_handler()
+    queuers = []
+    for _ in range(instances):
+        pgq = PgQueuer(AnnouncingDriver(await asyncpg.connect(dsn)))
+        pgq.entrypoint("noop")(handle)
+        queuers.append(pgq)
+    # What `pgq run` passes (its defaults), batch size aside.
+    await asyncio.gather(
+        *(
+            q.run(batch_size=batch, dequeue_timeout=timedelta(seconds=30), heartbeat_timeout=timedelta(seconds=30))
+            for q in queuers
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.drain_app")
+    parser.add_argument("library", choices=["pgq"])
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--batch", type=int, default=10)
+    parser.add_argument("--instances", type=int, default=1)
+    ns = parser.parse_args()
+    import logging
+    import signal
+
+    import uvloop
+
+    logging.getLogger("pgqueuer").setLevel(logging.WARNING)
+    # SIGTERM ends the process at once: the clock has stopped by then.
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    uvloop.run(_pgq_main(ns.dsn, ns.instances, ns.batch))
+
+
+if __name__ == "__main__":
+    main()
+else:
+    worker = _make_worker() if os.environ.get("BENCH_HANDLER") else None

@@ -1,0 +1,61 @@
+"""How far ahead of its handler threads a worker claims: about one claim round trip's worth of work.
+
+A claim takes a round trip and a commit. Claiming only what the threads can
+start now leaves them idle for that long after every batch: with handlers of
+50 µs and a 5 ms claim, ten threads would wait most of the time. So the
+claimer also asks for the tasks the worker will finish during one claim:
+claim time / time between two finished handlers, both measured as the worker
+runs. Slow handlers make that nearly zero: a worker running minute-long tasks
+claims no more than it has threads for and leaves the rest to other workers;
+and a task claimed ahead waits about one claim round trip for its thread.
+Claims waiting for a thread hold their lease like running ones (the
+heartbeat covers them) and count against ``capacity`` as claims do.
+"""
+
+from __future__ import annotations
+
+import time
+
+#: At most this many claims ahead per handler thread, and in all.
+AHEAD_PER_THREAD = 20
+MAX_AHEAD = 100
+#: Weight of the newest measurement in the moving averages.
+WEIGHT = 0.1
+#: Gaps between finished handlers are counted between these bounds (an idle hour is not a rate).
+MIN_GAP = 1e-6
+MAX_GAP = 1.0
+
+
+class Pace:
+    """Moving averages of the claim round trip and of the gap between finished handlers.
+
+    Written by several threads without a lock: each update is a float store
+    under the GIL, and a lost update only nudges an estimate.
+    """
+
+    def __init__(self, concurrency: int) -> None:
+        self.limit = min(MAX_AHEAD, AHEAD_PER_THREAD * concurrency)
+        self.claim_seconds: float | None = None
+        self.gap_seconds: float | None = None
+        self._last_finish: float | None = None
+
+    def claimed(self, seconds: float) -> None:
+        self.claim_seconds = _average(self.claim_seconds, seconds)
+
+    def finished(self, now: float | None = None) -> None:
+        """A handler returned (any thread); ``now`` is ``time.monotonic()`` unless given."""
+        now = time.monotonic() if now is None else now
+        last, self._last_finish = self._last_finish, now
+        if last is not None:
+            self.gap_seconds = _average(self.gap_seconds, min(MAX_GAP, max(MIN_GAP, now - last)))
+
+    def ahead(self) -> int:
+        """Claims worth holding beyond the threads: none until both times are known."""
+        gap, claim = self.gap_seconds, self.claim_seconds
+        if gap is None or claim is None:
+            return 0
+        return min(self.limit, int(claim / gap))
+
+
+def _average(old: float | None, new: float) -> float:
+    return new if old is None else old + WEIGHT * (new - old)

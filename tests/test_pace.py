@@ -1,0 +1,70 @@
+"""Claiming ahead of the handler threads, and threads freed before the outcome commits."""
+
+from __future__ import annotations
+
+import time
+
+from taskqueue import TaskQueue
+from taskqueue.worker.capacity import Capacity
+from taskqueue.worker.pace import MAX_AHEAD, Pace
+
+
+def test_nothing_is_claimed_ahead_until_both_times_are_measured() -> None:
+    pace = Pace(10)
+    assert pace.ahead() == 0
+    pace.claimed(0.005)
+    assert pace.ahead() == 0  # no handler has finished yet
+    pace.finished(100.0)
+    assert pace.ahead() == 0  # one finish is not a gap
+
+
+def test_cheap_handlers_are_claimed_one_round_trip_ahead_within_the_limit() -> None:
+    pace = Pace(10)
+    pace.claimed(0.004)
+    for i in range(50):
+        pace.finished(100.0 + i * 0.0001)  # one handler done every 100 µs, worker-wide
+    assert 35 <= pace.ahead() <= 45  # about 4 ms / 100 µs
+    fast = Pace(10)
+    fast.claimed(0.5)
+    for i in range(50):
+        fast.finished(100.0 + i * 0.0001)
+    assert fast.ahead() == min(MAX_AHEAD, fast.limit)
+    assert Pace(1).limit < MAX_AHEAD  # a one-thread worker never holds MAX_AHEAD claims
+
+
+def test_slow_handlers_are_not_claimed_ahead() -> None:
+    pace = Pace(10)
+    pace.claimed(0.005)
+    for i in range(20):
+        pace.finished(100.0 + i * 0.5)  # a handler done every half second
+    assert pace.ahead() == 0
+
+
+def test_a_thread_is_free_when_its_handler_returns_while_its_claim_still_counts(tq: TaskQueue) -> None:
+    tq.enqueue_many([{"payload": i, "required": 3} for i in range(2)])
+    tasks = tq.claim_many(limit=2, worker="pace-test")
+    assert len(tasks) == 2
+    freed: list[bool] = []
+    cap = Capacity(10, 2, on_free=lambda: freed.append(True))
+    cap.add_all(tasks, time.monotonic())
+    assert cap.free() == (4, 0)
+    cap.start_finishing(tasks[0])  # handler returned, outcome not committed yet
+    assert freed  # the claimer is woken at once
+    assert cap.free() == (4, 1)  # its thread is free; its 3 units still count
+    assert cap.unsettled() == 2
+    cap.remove(tasks[0])  # outcome committed
+    assert cap.free() == (7, 1)
+    assert cap.threads_busy() == 1
+
+
+def test_outcomes_in_flight_are_bounded(tq: TaskQueue) -> None:
+    tq.enqueue_many([{"payload": i} for i in range(3)])
+    tasks = tq.claim_many(limit=3, worker="pace-test")
+    cap = Capacity(None, 1, on_free=lambda: None)
+    for task in tasks[:2]:
+        cap.add_all([task], time.monotonic())
+        cap.start_finishing(task)
+    # One thread, both handlers returned, neither outcome committed: no more claims until one is.
+    assert cap.free() == (None, 0)
+    cap.remove(tasks[0])
+    assert cap.free() == (None, 1)
