@@ -100,8 +100,8 @@ class Planner:
 
         ``running`` may be a callable, called only when the round reads the queue.
         """
-        if self.policy == "greedy":
-            return free
+        if self.policy == "greedy" or free <= 0:
+            return max(0, free)  # nothing free: no plan can start anything (the worker may still ask, to claim ahead)
         now = self.clock()
         if not self._stale and self.reserved is None and self._largest <= free and now < self._quiet_until:
             return free  # quiet: the plan would be greedy's
