@@ -15,7 +15,6 @@ earliest scheduled run_at, or ``poll_interval`` as a fallback.
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Iterable
@@ -30,6 +29,7 @@ from .completer import Completer
 from .executor import Executor, Handler
 from .heartbeat import Heartbeat
 from .listener import Listener
+from .signals import SignalWatcher
 
 log = logging.getLogger("taskqueue.worker")
 
@@ -164,12 +164,10 @@ class Worker:
         """Claim again now (thread-safe)."""
         self._wake.set()
 
-    def _on_signal(self, signum: int, _frame: Any) -> None:
-        # Keep it tiny: a signal handler runs between two bytecodes of the main thread.
-        if self._stopping.is_set():
-            self._abort.set()
-        self._stopping.set()
-        self._wake.set()
+    def _on_signal(self, count: int) -> None:
+        # Called on the signal watcher's thread, never inside a signal handler:
+        # the first signal winds down, a second one (or one after stop()) stops at once.
+        self.stop(now=count > 1 or self._stopping.is_set())
 
     # -- the run ------------------------------------------------------------
     def run(self, tq: TaskQueue) -> None:
@@ -215,7 +213,8 @@ class Worker:
             )
         self.maintainer = maintainer
 
-        previous = self._install_signals()
+        signals = SignalWatcher(self._on_signal)
+        signals.install()
         log.info(
             "worker %s starting: queues=%s capacity=%s concurrency=%d lease=%gs",
             name,
@@ -245,7 +244,7 @@ class Worker:
             completer.stop()
             if maintainer is not None:
                 maintainer.stop()
-            self._restore_signals(previous)
+            signals.restore()
             # Ready for another run(); a stop() that came before this run() was honoured.
             self._stopping.clear()
             self._abort.clear()
@@ -314,20 +313,3 @@ class Worker:
             if left <= 0:
                 return
             self._wake.wait(min(left, 0.5))
-
-    # -- signals ------------------------------------------------------------
-    def _install_signals(self) -> dict[int, Any] | None:
-        if threading.current_thread() is not threading.main_thread():
-            return None
-        previous = {}
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, self._on_signal)
-        return previous
-
-    @staticmethod
-    def _restore_signals(previous: dict[int, Any] | None) -> None:
-        if previous is None:
-            return
-        for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-
