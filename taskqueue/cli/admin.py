@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import CliError, DsnOption, SchemaOption, open_queue
+from .common import ADMIN, CliError, DsnOption, SchemaOption, open_queue
 
 
 def migrate(ctx: typer.Context, dsn: DsnOption = None, schema: SchemaOption = None) -> None:
@@ -43,6 +43,6 @@ def cancel(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("migrate")(migrate)
-    app.command("rescue")(rescue)
-    app.command("cancel")(cancel)
+    app.command("migrate", rich_help_panel=ADMIN)(migrate)
+    app.command("rescue", rich_help_panel=ADMIN)(rescue)
+    app.command("cancel", rich_help_panel=ADMIN)(cancel)

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group
@@ -34,9 +34,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..network import network_pool
-from ..queue import TaskQueue
 from ..task import Task
-from .common import DsnOption, err, out, settings
+
+if TYPE_CHECKING:  # imported in demo(): SQLAlchemy would slow every start of the command
+    from ..queue import TaskQueue
+from .common import RUN, DsnOption, err, out, settings
 
 DEMO_SCHEMA = "taskqueue_demo"
 QUEUE = "demo"
@@ -330,6 +332,8 @@ def demo(
     dsn: DsnOption = None,
 ) -> None:
     """A live demonstration: mixed workload, three workers, and proof the rules held."""
+    from ..queue import TaskQueue
+
     resolved_dsn, _ = settings(ctx, dsn, None)
     # The workers' own logs would tear the live view; their outcomes show in the summary.
     quiet = logging.getLogger("taskqueue")
@@ -360,6 +364,8 @@ def demo(
 def run_workers(
     tq: TaskQueue, dsn: str | None, count: int, seconds: float, work_scale: float, limits: dict[str, int]
 ) -> bool:
+    from ..queue import TaskQueue
+
     recorder = Recorder()
     recorder.expected = count
     workers = make_workers(recorder, work_scale)
@@ -425,4 +431,4 @@ def run_workers(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
+    app.command("demo", rich_help_panel=RUN)(demo)

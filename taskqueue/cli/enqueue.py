@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import ValidationError
 from ..spec import build_spec, build_spec_from_mapping
-from .common import CliError, DsnOption, SchemaOption, err, open_queue
+from .common import RUN, CliError, DsnOption, SchemaOption, err, open_queue
 
 #: Rows per enqueue_many call inside the one transaction.
 BATCH_SIZE = 5000
@@ -179,4 +179,4 @@ def _enqueue_file(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("enqueue")(enqueue)
+    app.command("enqueue", rich_help_panel=RUN)(enqueue)

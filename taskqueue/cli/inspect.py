@@ -14,6 +14,7 @@ from rich.table import Table
 from ..spec import STATES_FILTER
 from ..task import STATES
 from .common import (
+    INSPECT,
     CliError,
     DsnOption,
     JsonOption,
@@ -177,5 +178,5 @@ def show(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("stats")(stats)
-    app.add_typer(tasks_app, name="tasks")
+    app.command("stats", rich_help_panel=INSPECT)(stats)
+    app.add_typer(tasks_app, name="tasks", rich_help_panel=INSPECT)

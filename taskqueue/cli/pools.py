@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .common import DsnOption, JsonOption, SchemaOption, open_queue, out, print_json
+from .common import ADMIN, DsnOption, JsonOption, SchemaOption, open_queue, out, print_json
 
 pools_app = typer.Typer(
     help="Pool limits and their use; `pools set NAME LIMIT`, `pools unset NAME`.",
@@ -70,4 +70,4 @@ def unset_limit(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(pools_app, name="pools")
+    app.add_typer(pools_app, name="pools", rich_help_panel=ADMIN)

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import CliError, DsnOption, SchemaOption, open_queue
+from .common import RUN, CliError, DsnOption, SchemaOption, open_queue
 
 #: Attributes every LogRecord has; anything else was passed as ``extra=`` and is a field.
 _RECORD_KEYS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
@@ -127,4 +127,4 @@ def worker(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("worker")(worker)
+    app.command("worker", rich_help_panel=RUN)(worker)
