@@ -98,18 +98,29 @@ class EmbeddedServer:
         self.data_dir = Path(data_dir or home_dir() / "pgdata").expanduser().resolve()
         self.lock_file = self.data_dir.with_name(self.data_dir.name + ".lock")
         self.log_file = self.data_dir / "log"
+        self._lock_fd: int | None = None
 
     # -- public -------------------------------------------------------------
     def start(self) -> str:
         """Start the server unless it is running; return its libpq URI."""
         with self._locked():
             self._init_if_needed()
-            running = self._postmaster()
-            if running is None:
-                self._pg_ctl_start()
-                running = self._wait_ready()
-            elif running.status != "ready":
-                running = self._wait_ready()
+            started = False
+            deadline = time.monotonic() + START_TIMEOUT_SECONDS
+            while True:
+                # A server another client left starting or stopping (it was killed midway) is
+                # waited for: until it is ready, or gone and started again.
+                running = self._postmaster()
+                if running is not None and running.status == "ready":
+                    break
+                if running is None and not started:
+                    self._pg_ctl_start()
+                    started = True
+                    continue
+                if time.monotonic() > deadline:
+                    raise TaskQueueError(f"the embedded PostgreSQL in {self.data_dir} did not become ready: "
+                                         f"{self._log_tail()}")
+                time.sleep(0.05)
         log.debug("embedded PostgreSQL at %s (pid %s)", self.data_dir, running.pid)
         return running.uri()
 
@@ -154,8 +165,10 @@ class EmbeddedServer:
                             f"{LOCK_WAIT_SECONDS:.0f} s ({self.lock_file})"
                         ) from None
                     time.sleep(0.05)
+            self._lock_fd = fd
             yield
         finally:
+            self._lock_fd = None
             os.close(fd)  # closing releases the flock; so does the process ending in any way
 
     # -- state --------------------------------------------------------------
@@ -184,34 +197,47 @@ class EmbeddedServer:
             self.data_dir.rmdir()
         scratch = Path(tempfile.mkdtemp(prefix=f".{self.data_dir.name}.init-", dir=self.data_dir.parent))
         self._give_to_system_user(scratch)
+        # initdb inherits the lock: if we are killed, the next client waits for it to end
+        # instead of deleting the directory under it.
         result = self._run([
             "initdb", "-D", str(scratch), "--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres",
-        ])
+        ], keep_lock=True)
         if result.returncode != 0:
             shutil.rmtree(scratch, ignore_errors=True)
             raise TaskQueueError(f"initdb failed in {self.data_dir.parent}: {_last_line(result.stderr)}")
         os.rename(scratch, self.data_dir)
 
     def _pg_ctl_start(self) -> None:
-        stale = self.data_dir / "postmaster.pid"
-        stale.unlink(missing_ok=True)  # _postmaster() found no live server behind it
+        self._remove_stale_locks()
         socket_dir = self._socket_dir()
         options = f"-c listen_addresses='' -k {shlex.quote(str(socket_dir))}"
         result = self._run(["pg_ctl", "start", "-D", str(self.data_dir), "-l", str(self.log_file),
                             "-o", options, "-w", "-t", str(START_TIMEOUT_SECONDS)])
-        if result.returncode != 0:
+        if result.returncode != 0 and self._postmaster() is None:
             raise TaskQueueError(
                 f"could not start the embedded PostgreSQL in {self.data_dir}: {self._log_tail() or _last_line(result.stderr)}"
             )
 
-    def _wait_ready(self) -> _Postmaster:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            running = self._postmaster()
-            if running is not None and running.status == "ready":
-                return running
-            time.sleep(0.05)
-        raise TaskQueueError(f"the embedded PostgreSQL in {self.data_dir} did not become ready: {self._log_tail()}")
+    def _remove_stale_locks(self) -> None:
+        """Remove the lock files of a server that is gone (``_postmaster()`` found no live one).
+
+        PostgreSQL removes them itself unless the pid in them still exists: a killed server
+        that no one reaped (a zombie, common in containers) would block every start.
+        """
+        pid_file = self.data_dir / "postmaster.pid"
+        try:
+            lines = pid_file.read_text().splitlines()
+        except OSError:
+            return
+        if len(lines) >= 5 and lines[3].strip().isdigit() and lines[4].strip():
+            socket_lock = Path(lines[4].strip()) / f".s.PGSQL.{lines[3].strip()}.lock"
+            try:
+                holder = int(socket_lock.read_text().splitlines()[0])
+            except (OSError, ValueError, IndexError):
+                holder = None
+            if holder is not None and not _is_postgres(holder):
+                socket_lock.unlink(missing_ok=True)
+        pid_file.unlink(missing_ok=True)
 
     def _socket_dir(self) -> Path:
         if len(str(self.data_dir / ".s.PGSQL.5432")) <= MAX_SOCKET_PATH:
@@ -223,22 +249,30 @@ class EmbeddedServer:
         return short
 
     def _log_tail(self) -> str:
+        """The server log's last FATAL or PANIC line (else its last line): why it did not start."""
         try:
-            return _last_line(self.log_file.read_text(errors="replace"))
+            lines = self.log_file.read_text(errors="replace").splitlines()[-30:]
         except OSError:
             return ""
+        fatal = [line for line in lines if "FATAL:" in line or "PANIC:" in line]
+        return (fatal[-1] if fatal else _last_line("\n".join(lines))).strip()
 
     # -- running the binaries ------------------------------------------------
-    def _run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    def _run(self, argv: list[str], *, keep_lock: bool = False) -> subprocess.CompletedProcess[str]:
         """Run one of the bundled binaries, as the system user when we are root, in its own session.
 
         Its own session: a Ctrl-C in the terminal reaches neither it nor the server it starts.
+        ``keep_lock``: the child holds our lock until it ends (never for ``pg_ctl start``,
+        whose server would then hold it for good).
         """
         command = [str(bin_dir() / argv[0]), *argv[1:]]
         extra: dict[str, Any] = {}
+        if keep_lock and self._lock_fd is not None:
+            extra["pass_fds"] = (self._lock_fd,)
         user = self._system_user()
         if user is not None:
-            extra = {"user": user[0], "group": user[1], "extra_groups": []}
+            extra.update(user=user[0], group=user[1], extra_groups=[])
+            _let_others_traverse(self.data_dir.parent)  # a parent's mode may have changed since
         try:
             return subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                   start_new_session=True, check=False, cwd=self.data_dir.parent, **extra)
@@ -301,12 +335,15 @@ def _is_postgres(pid: int) -> bool:
         return False
     except PermissionError:
         pass
-    comm = Path(f"/proc/{pid}/comm")
-    if comm.parent.exists():
+    proc_stat = Path(f"/proc/{pid}/stat")
+    if proc_stat.parent.parent.joinpath("self").exists():
         try:
-            return comm.read_text().strip().startswith("postgres")
+            text = proc_stat.read_text()
         except OSError:
             return False
+        # "pid (comm) state ...": a zombie (killed, not yet reaped) serves nothing.
+        name, _, rest = text.partition("(")[2].rpartition(")")
+        return name.startswith("postgres") and rest.split()[:1] not in (["Z"], ["X"])
     import psutil  # not Linux: ask psutil, which pgserver brings
 
     try:
