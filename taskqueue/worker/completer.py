@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import LeaseLost
 from ..queue import TaskQueue
+from ..retry import backoff_seconds
 from ..task import Task
 from .claimer import Capacity
 
@@ -113,6 +114,9 @@ class Completer:
             if report.error is None:
                 self.tq.complete(report.task, report.result)
             else:
+                if report.retry and report.retry_in is None:
+                    # The queue's own default, chosen here so the log can say the real delay.
+                    report.retry_in = backoff_seconds(report.task.attempts)
                 self.tq.fail(report.task, report.error, retry=report.retry, retry_in=report.retry_in)
         except LeaseLost:
             return None
@@ -140,7 +144,18 @@ class Completer:
         if report.error is None:
             log.info("task %s (queue %s) %s in %.3f s", task.id, task.queue, outcome, report.duration, extra=extra)
             return
-        extra["error"] = task.error
-        level = logging.INFO if outcome == "retry" else logging.WARNING
-        log.log(level, "task %s (queue %s) %s in %.3f s: %s", task.id, task.queue, outcome, report.duration,
-                task.error, extra=extra)
+        first_line = (task.error or "").split("\n", 1)[0]
+        extra["error"] = first_line
+        if outcome == "retry":
+            extra["retry_in"] = report.retry_in
+            log.info("task %s (queue %s) failed after %.3f s; retry in %s: %s", task.id, task.queue,
+                     report.duration, _seconds(report.retry_in), first_line, extra=extra)
+            return
+        log.warning("task %s (queue %s) %s after %.3f s: %s", task.id, task.queue, outcome, report.duration,
+                    first_line, extra=extra)
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f} s" if value < 10 else f"{value:.0f} s"

@@ -20,6 +20,7 @@ from ..spec import encode_json
 from ..task import Task
 from .claimer import Capacity, Hold
 from .completer import Completer, Report
+from .tracebacks import error_text, summary
 
 log = logging.getLogger("taskqueue.worker.executor")
 
@@ -96,8 +97,10 @@ class Executor:
             except Permanent as exc:
                 report.error, report.retry = f"Permanent: {exc}", False
             except BaseException as exc:  # noqa: BLE001 - a handler's SystemExit must not end the worker either
-                log.debug("task %s raised", task.id, exc_info=True, extra=fields)
-                report.error = exc
+                # The traceback is logged here, once, and stored with the task (see tracebacks.py).
+                log.warning("task %s (queue %s) raised %s", task.id, task.queue, summary(exc), exc_info=exc,
+                            extra={**fields, "outcome": "raised"})
+                report.error = error_text(exc)
         report.duration = time.monotonic() - started
         if not self._may_report(task, fields):
             return None
