@@ -58,3 +58,12 @@ def upgrade(engine: sa.Engine, schema: str, revision: str = "head") -> None:
         lock_for_migration(conn, schema)
         command.upgrade(alembic_config(conn, schema), revision)
         conn.commit()
+
+
+def current_revision(engine: sa.Engine, schema: str) -> str | None:
+    """The revision the schema is at (None: never migrated), read through Alembic's own API."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table_schema": schema})
+        return context.get_current_revision()

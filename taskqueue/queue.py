@@ -23,6 +23,7 @@ from .schema import SCHEMA_DEFAULT, check_schema_name
 from .spec import (
     ORDERS,
     STATES_FILTER,
+    TaskSpec,
     build_batch,
     build_spec,
     check_available,
@@ -147,9 +148,19 @@ class TaskQueue:
             max_attempts=max_attempts,
             dedupe_key=dedupe_key,
         )
+        return self.enqueue_spec(spec, connection=connection)[0]
+
+    def enqueue_spec(
+        self, spec: TaskSpec, *, connection: Connection | Session | None = None
+    ) -> tuple[int, bool]:
+        """Add a task checked by ``build_spec``; ``(id, False)`` when an active task held its dedupe key.
+
+        The command line checks its input before it connects, then says whether the task is new.
+        """
+        if not isinstance(spec, TaskSpec):
+            raise ValidationError("spec", f"must be a TaskSpec from build_spec, got {type(spec).__name__}")
         with self._single_statement(connection) as conn:
-            task_id, _inserted = self.store.enqueue_task(conn, spec)
-        return task_id
+            return self.store.enqueue_task(conn, spec)
 
     def enqueue_many(
         self, specs: Iterable[Mapping[str, Any]], *, connection: Connection | Session | None = None

@@ -117,7 +117,10 @@ class Store:
         """Insert one task with its pool row and wake-up signal; return (id, inserted).
 
         A live dedupe key returns the holder's id. One statement, so on an
-        autocommit connection the whole enqueue is one round trip.
+        autocommit connection the whole enqueue is one round trip; with a dedupe
+        key the holder is looked up first, because an INSERT that meets the key
+        has already drawn an id from the sequence (only a holder that appears
+        between the two statements still costs one).
         """
         params = {
             "queue": spec.queue,
@@ -133,13 +136,16 @@ class Store:
         }
         driver = conn.connection.driver_connection
         assert driver is not None
+        find = {"queue": spec.queue, "dedupe_key": spec.dedupe_key}
         for _ in range(100):
+            if spec.dedupe_key is not None:
+                holder = conn.execute(Q["find_active_dedupe"], find).scalar()
+                if holder is not None:
+                    return holder, False
             row = driver.execute(DRIVER["enqueue_task"], params, prepare=True).fetchone()
             if row is not None:
                 return row[0], True
-            existing = conn.execute(
-                Q["find_active_dedupe"], {"queue": spec.queue, "dedupe_key": spec.dedupe_key}
-            ).scalar()
+            existing = conn.execute(Q["find_active_dedupe"], find).scalar()
             if existing is not None:
                 return existing, False
             # The holder finished between the two statements: the key is free again.

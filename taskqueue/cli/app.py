@@ -23,7 +23,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import TaskQueueError, ValidationError
-from . import admin, check, demo, embedded, enqueue, inspect, interrupts, pools, worker
+from . import admin, check, demo, embedded, enqueue, inspect, interrupts, pool_of, pools, worker
 from .common import ADMIN, INSPECT, RUN, CliError, Connection, DsnOption, SchemaOption
 
 try:  # typer >= 0.16 vendors click; its exceptions are the ones raised here
@@ -76,6 +76,7 @@ def root(ctx: typer.Context, dsn: DsnOption = None, schema: SchemaOption = None)
 
 
 enqueue.register(app)
+pool_of.register(app)
 worker.register(app)
 demo.register(app)
 inspect.register(app)
@@ -115,7 +116,7 @@ def describe(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, CliError):
         return str(exc), exc.code
     if isinstance(exc, ValidationError):
-        return str(exc), 2
+        return _first_line(str(exc)), 2
     if isinstance(exc, TaskQueueError):
         return _first_line(str(exc)), 1
     if "sqlalchemy" in sys.modules:  # not loaded: the error cannot be one of its

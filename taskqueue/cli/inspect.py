@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..spec import STATES_FILTER
 from ..task import STATES
+from .pools import pools_table
 from .common import (
     INSPECT,
     CliError,
@@ -46,21 +47,14 @@ def stats_view(stats: dict[str, Any]) -> Group:
             row["queue"], str(row["priority"]), str(row["waiting"]), fmt_seconds(row["oldest_wait_seconds"])
         )
 
-    pools = Table(title="pools")
-    for column in ("pool", "running", "limit", "parked"):
-        pools.add_column(column, justify="left" if column == "pool" else "right")
-    for pool in stats["pools"]:
-        pools.add_row(
-            pool["name"], str(pool["running"]), "-" if pool["limit"] is None else str(pool["limit"]), str(pool["parked"])
-        )
-
+    # Two short lines: one long line was cut at the edge of a 120-column --watch view.
     summary = (
         f"total {stats['total']}  ·  parked {stats['parked']}"
-        f"  ·  oldest waiting {fmt_seconds(stats['oldest_waiting_seconds'])}"
-        f"  ·  throughput {stats['throughput_per_second']:.2f}/s (last minute)"
+        f"  ·  oldest waiting {fmt_seconds(stats['oldest_waiting_seconds'])}\n"
+        f"throughput {stats['throughput_per_second']:.2f}/s (last minute)"
         f"  ·  at {stats['database_time']}"
     )
-    return Group(states, waiting, pools, summary)
+    return Group(states, waiting, pools_table(stats["pools"]), summary)
 
 
 def stats(
