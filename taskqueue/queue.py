@@ -6,12 +6,15 @@ import contextlib
 import datetime as dt
 import os
 import socket
+import sys
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import Session
+
+if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist once it is loaded
+    from sqlalchemy.orm import Session
 
 from . import migrate as _migrate
 from .dsn import resolve_dsn, to_libpq, to_sqlalchemy_url
@@ -100,7 +103,8 @@ class TaskQueue:
             with self.engine.begin() as conn:
                 yield conn
             return
-        if isinstance(connection, Session):
+        orm = sys.modules.get("sqlalchemy.orm")
+        if orm is not None and isinstance(connection, orm.Session):
             conn = connection.connection()
         elif isinstance(connection, Connection):
             conn = connection
