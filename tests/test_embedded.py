@@ -207,3 +207,15 @@ def test_status_and_stop_report_the_server(root: Path, homes: list[Path]) -> Non
     assert after.returncode == 3 and "stopped" in after.stdout
     again = _cli(home, "embedded", "stop")
     assert again.returncode == 0 and "was not running" in again.stdout
+
+
+def test_the_state_an_interrupted_old_client_left_behind_still_starts(root: Path, homes: list[Path]) -> None:
+    """The reported wedge: pgserver's pid list emptied by a Ctrl-C during its atexit rewrite."""
+    home = root / "h"
+    homes.append(home)
+    assert _cli(home, "migrate").returncode == 0
+    EmbeddedServer(home / "pgdata").stop()
+    (home / "pgdata" / ".handle_pids.json").write_text("")  # what the interrupted rewrite left
+    _assert_starts(home, "empty .handle_pids.json, server stopped")
+    (home / "pgdata" / ".handle_pids.json").write_text("[999999]")  # a SIGKILLed client's stale pid
+    _assert_starts(home, "stale pid in .handle_pids.json, server running")

@@ -6,6 +6,7 @@ time), and a raising handler's traceback was neither logged nor stored.
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -89,3 +90,22 @@ def test_a_long_traceback_is_cut_in_the_middle_to_the_documented_size() -> None:
     assert "characters of the traceback cut" in text
     assert "ValueError: first cause" in text  # the first cause (outermost in the text) stays
     assert lines[-1] == "RuntimeError: level 120 failed"  # and so does the exception that reached the worker
+
+
+def test_the_cli_log_format_prints_the_whole_traceback() -> None:
+    from taskqueue.cli.worker import FieldsFormatter
+
+    try:
+        _deep(2)
+    except RuntimeError:
+        import sys
+
+        exc_info = sys.exc_info()
+    record = logging.LogRecord("taskqueue.worker.executor", logging.WARNING, __file__, 1, "task %s raised", (7,),
+                               exc_info)
+    record.task_id = 7
+    text = FieldsFormatter().format(record)
+    assert text.splitlines()[0].endswith("task 7 raised  task_id=7")
+    assert "Traceback (most recent call last)" in text and text.count("in _deep") == 3
+    doc = json.loads(FieldsFormatter(as_json=True).format(record))
+    assert doc["task_id"] == 7 and doc["exception"].startswith("Traceback (most recent call last)")
