@@ -44,6 +44,8 @@ log = logging.getLogger("taskqueue.embedded")
 SYSTEM_USER = "pgserver"
 LOCK_WAIT_SECONDS = 120.0
 START_TIMEOUT_SECONDS = 60
+#: A postmaster.pid with no pid in it this old is a torn leftover, not a server writing it.
+TORN_FILE_GRACE_SECONDS = 10.0
 #: A unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
 MAX_SOCKET_PATH = 100
 
@@ -73,6 +75,7 @@ class EmbeddedStatus:
     data_dir: Path
     initialised: bool
     running: bool
+    state: str  # ready, starting, stopping, stopped or not created
     pid: int | None
     dsn: str | None
     log_file: Path
@@ -82,10 +85,10 @@ class EmbeddedStatus:
 class _Postmaster:
     """The lines of ``postmaster.pid`` we use."""
 
-    pid: int
+    pid: int | None
     port: int
     socket_dir: str
-    status: str
+    status: str  # starting, ready, stopping (PostgreSQL's words)
 
     def uri(self) -> str:
         return f"postgresql://postgres@/postgres?host={self.socket_dir}&port={self.port}"
@@ -131,19 +134,21 @@ class EmbeddedServer:
             if running is None:
                 return False
             result = self._run(["pg_ctl", "stop", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60"])
-            if result.returncode != 0 and _is_postgres(running.pid):
+            if result.returncode != 0 and self._postmaster() is not None:
                 raise TaskQueueError(f"could not stop the embedded PostgreSQL (pid {running.pid}): "
                                      f"{_last_line(result.stderr)}")
             return True
 
     def status(self) -> EmbeddedStatus:
         running = self._postmaster()
+        initialised = (self.data_dir / "PG_VERSION").exists()
         return EmbeddedStatus(
             data_dir=self.data_dir,
-            initialised=(self.data_dir / "PG_VERSION").exists(),
+            initialised=initialised,
             running=running is not None,
+            state=running.status if running is not None else "stopped" if initialised else "not created",
             pid=None if running is None else running.pid,
-            dsn=None if running is None else running.uri(),
+            dsn=None if running is None or running.status != "ready" else running.uri(),
             log_file=self.log_file,
         )
 
@@ -173,16 +178,28 @@ class EmbeddedServer:
 
     # -- state --------------------------------------------------------------
     def _postmaster(self) -> _Postmaster | None:
-        """The server serving this directory, or None; a stale ``postmaster.pid`` counts as none."""
+        """The server serving this directory, or None; a stale ``postmaster.pid`` counts as none.
+
+        A server that is starting writes the file in steps (the status line comes
+        last), so a short file of a live server means "starting", never "stale".
+        """
+        path = self.data_dir / "postmaster.pid"
         try:
-            lines = (self.data_dir / "postmaster.pid").read_text().splitlines()
+            lines = path.read_text().splitlines()
+            age = time.time() - path.stat().st_mtime
         except (FileNotFoundError, NotADirectoryError):
             return None
         try:
-            found = _Postmaster(int(lines[0]), int(lines[3]), lines[4].strip(), lines[7].strip())
+            pid = int(lines[0])
         except (IndexError, ValueError):
-            return None  # being written, or torn: the start path replaces it
-        return found if _is_postgres(found.pid) else None
+            # Not even the pid yet: a server writing it right now, or a torn file from long ago.
+            return _Postmaster(None, 0, "", "starting") if age < TORN_FILE_GRACE_SECONDS else None
+        if not _is_postgres(pid):
+            return None
+        port = int(lines[3]) if len(lines) > 3 and lines[3].strip().isdigit() else 0
+        socket_dir = lines[4].strip() if len(lines) > 4 else ""
+        status = lines[7].strip() if len(lines) > 7 and lines[7].strip() else "starting"
+        return _Postmaster(pid, port, socket_dir, status)
 
     def _init_if_needed(self) -> None:
         for scratch in self.data_dir.parent.glob(f".{self.data_dir.name}.init-*"):

@@ -144,7 +144,7 @@ def homes() -> Iterator[list[Path]]:
 def test_interrupting_the_first_start_never_breaks_the_next_one(root: Path, homes: list[Path]) -> None:
     rng = random.Random(SEED)
     startup = _startup_seconds()
-    for round_no in range(6):
+    for round_no in range(5):
         home = root / f"h{round_no}"
         homes.append(home)
         how = ("kill", "int", "burst")[round_no % 3]
@@ -166,7 +166,7 @@ def test_killing_and_interrupting_clients_at_random_moments_never_breaks_the_ser
     homes.append(home)
     assert _cli(home, "migrate").returncode == 0
     startup = _startup_seconds()
-    for round_no in range(16):
+    for round_no in range(10):
         args = rng.choice(CLIENTS)
         how = rng.choice(("kill", "int", "burst"))
         proc = _spawn(home, args)
@@ -178,7 +178,6 @@ def test_killing_and_interrupting_clients_at_random_moments_never_breaks_the_ser
         _assert_starts(home, context)
 
 
-@pytest.mark.slow
 def test_a_killed_server_is_started_again_by_the_next_command(root: Path, homes: list[Path]) -> None:
     home = root / "h"
     homes.append(home)

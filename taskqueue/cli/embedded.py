@@ -29,9 +29,11 @@ def status(data_dir: DataDirOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         print_json(found)
     else:
-        state = f"running (pid {found.pid})" if found.running else "stopped"
-        if not found.initialised:
-            state = "not created yet (the first command without a DSN creates it)"
+        state = {
+            "ready": f"running (pid {found.pid})",
+            "stopped": "stopped",
+            "not created": "not created yet (the first command without a DSN creates it)",
+        }.get(found.state, f"{found.state} (pid {found.pid})")
         typer.echo(f"embedded PostgreSQL: {state}")
         typer.echo(f"data directory:      {found.data_dir}")
         typer.echo(f"log file:            {found.log_file}")
