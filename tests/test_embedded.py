@@ -166,7 +166,7 @@ def test_killing_and_interrupting_clients_at_random_moments_never_breaks_the_ser
     homes.append(home)
     assert _cli(home, "migrate").returncode == 0
     startup = _startup_seconds()
-    for round_no in range(10):
+    for round_no in range(8):
         args = rng.choice(CLIENTS)
         how = rng.choice(("kill", "int", "burst"))
         proc = _spawn(home, args)
