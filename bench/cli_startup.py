@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from . import common
+
 HERE = Path(__file__).resolve().parents[1]
 COMMANDS = {"--help": ["--help"], "stats (dsn)": ["stats"], "stats (embedded)": ["stats"]}
 
@@ -74,14 +76,15 @@ def measure(checkouts: dict[str, Path], runs: int, dsn: str) -> dict[str, dict[s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cli_startup", description=__doc__)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--dsn", default=os.environ.get("TASKQUEUE_DSN", "postgresql://postgres@127.0.0.1:5432/bench"))
+    parser.add_argument("--dsn", default=common.DEFAULT_DSN, help="a migrated database is needed (created if missing)")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare with")
     ns = parser.parse_args(argv)
+    dsn = common.ensure_database(ns.dsn)
     checkouts = {"this": HERE}
     if ns.baseline is not None:
         checkouts["baseline"] = ns.baseline.resolve()
     load = os.getloadavg()[0]
-    print(json.dumps({"load_average_1min": load, "results": measure(checkouts, ns.runs, ns.dsn)}, indent=2))
+    print(json.dumps({"load_average_1min": load, "results": measure(checkouts, ns.runs, dsn)}, indent=2))
     return 0
 
 

@@ -19,7 +19,6 @@ for the next command until ``taskqueue embedded stop``.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.util
 import logging
@@ -155,6 +154,8 @@ class EmbeddedServer:
     # -- the lock -----------------------------------------------------------
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        import fcntl  # POSIX only, like the embedded server; imported here so the CLI loads anywhere
+
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
         try:
