@@ -13,9 +13,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import LeaseLost, Permanent, Retry, TaskQueueError, ValidationError
+from .errors import DatabaseError, LeaseLost, Permanent, Retry, ServiceFailed, TaskQueueError, ValidationError
 from .network import network_pool
-from .task import Pool, Task
+from .stats import PoolStats, Stats, WaitingGroup
+from .task import EnqueueSpec, Order, Pool, Task, TaskState
 
 if TYPE_CHECKING:
     from .invariants import CheckReport
@@ -26,14 +27,22 @@ _LAZY = {"CheckReport": ".invariants", "TaskQueue": ".queue", "Worker": ".worker
 
 __all__ = [
     "CheckReport",
+    "DatabaseError",
+    "EnqueueSpec",
     "LeaseLost",
+    "Order",
     "Permanent",
     "Pool",
+    "PoolStats",
     "Retry",
+    "ServiceFailed",
+    "Stats",
     "Task",
     "TaskQueue",
     "TaskQueueError",
+    "TaskState",
     "ValidationError",
+    "WaitingGroup",
     "Worker",
     "network_pool",
 ]

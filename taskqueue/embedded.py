@@ -64,7 +64,7 @@ def bin_dir() -> Path:
     spec = importlib.util.find_spec("pgserver")
     if spec is None or not spec.submodule_search_locations:
         raise TaskQueueError("no DSN given and the embedded PostgreSQL (pgserver) is not installed")
-    return Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
 @dataclass(frozen=True)
@@ -232,9 +232,8 @@ class EmbeddedServer:
         result = self._run(["pg_ctl", "start", "-D", str(self.data_dir), "-l", str(self.log_file),
                             "-o", options, "-w", "-t", str(START_TIMEOUT_SECONDS)])
         if result.returncode != 0 and self._postmaster() is None:
-            raise TaskQueueError(
-                f"could not start the embedded PostgreSQL in {self.data_dir}: {self._log_tail() or _last_line(result.stderr)}"
-            )
+            why = self._log_tail() or _last_line(result.stderr)
+            raise TaskQueueError(f"could not start the embedded PostgreSQL in {self.data_dir}: {why}")
 
     def _remove_stale_locks(self) -> None:
         """Remove the lock files of a server that is gone (``_postmaster()`` found no live one).
@@ -362,12 +361,13 @@ def _is_postgres(pid: int) -> bool:
         # "pid (comm) state ...": a zombie (killed, not yet reaped) serves nothing.
         name, _, rest = text.partition("(")[2].rpartition(")")
         return name.startswith("postgres") and rest.split()[:1] not in (["Z"], ["X"])
-    import psutil  # not Linux: ask psutil, which pgserver brings
+    import psutil  # type: ignore[import-untyped]  # not Linux: ask psutil, which pgserver brings
 
     try:
-        return psutil.Process(pid).name().startswith("postgres")
+        process_name: str = psutil.Process(pid).name()
     except psutil.Error:
         return False
+    return process_name.startswith("postgres")
 
 
 def _last_line(text: str) -> str:

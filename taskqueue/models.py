@@ -11,16 +11,16 @@ import uuid
 from typing import Any
 
 from sqlalchemy import (
-    Computed,
-    SmallInteger,
     BigInteger,
     CheckConstraint,
+    Computed,
     DateTime,
     Double,
     Identity,
     Index,
     Integer,
     MetaData,
+    SmallInteger,
     Text,
     Uuid,
     text,

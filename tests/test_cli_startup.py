@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("sqlalchemy", "psycopg", "alembic", "pgserver", "psutil", "taskqueue.queue", "taskqueue.store")
+HEAVY = ("sqlalchemy", "psycopg", "alembic", "pgserver", "psutil", "taskqueue.queue", "taskqueue.db")
 
 PROBE = """
 import json, sys

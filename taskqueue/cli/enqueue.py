@@ -12,14 +12,21 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, cast
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from ..errors import ValidationError
 from ..network import network_pool
 from ..spec import build_spec, build_spec_from_mapping
+from ..task import EnqueueSpec
 from .common import RUN, CliError, DsnOption, SchemaOption, err, open_queue
 
 #: Rows per enqueue_many call inside the one transaction.
@@ -73,7 +80,7 @@ def enqueue(
         "max_attempts": max_attempts,
         "dedupe_key": dedupe_key,
     }
-    options = {k: v for k, v in given.items() if v is not None}
+    options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if file is not None:
         if payload is not None:
             raise CliError("give PAYLOAD_JSON or --file, not both", 2)
@@ -112,7 +119,7 @@ def _lines(handle: IO[str]) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def parse_line(line: str, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+def parse_line(line: str, defaults: dict[str, Any] | None = None) -> EnqueueSpec:
     """One JSON-lines entry as enqueue_many's mapping; ``run_at`` may be an ISO 8601 string."""
     try:
         value = json.loads(line)
@@ -131,7 +138,7 @@ def parse_line(line: str, defaults: dict[str, Any] | None = None) -> dict[str, A
             continue
         value.setdefault(key, default)
     build_spec_from_mapping(value, 0)
-    return value
+    return cast(EnqueueSpec, value)  # checked just above
 
 
 def _describe(exc: ValidationError) -> str:
@@ -150,7 +157,7 @@ def _enqueue_file(
     dsn: str | None,
     schema: str | None,
 ) -> None:
-    entries: list[dict[str, Any]] = []
+    entries: list[EnqueueSpec] = []
     bad: list[int] = []
     handle = _open(path)
     try:

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from .common import ADMIN, CliError, DsnOption, JsonOption, SchemaOption, open_queue, out, print_json
+from ..stats import PoolStats
+from .common import ADMIN, CliError, DsnOption, JsonOption, SchemaOption, group_app, open_queue, out, print_json
 
-pools_app = typer.Typer(
-    help="Pool limits and their use; `pools set NAME LIMIT`, `pools unset NAME`.",
-    invoke_without_command=True,
-    no_args_is_help=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+pools_app = group_app("Pool limits and their use; `pools set NAME LIMIT`, `pools unset NAME`.")
 
 
 @pools_app.callback()
@@ -29,20 +25,20 @@ def pools(
     if ctx.invoked_subcommand is not None:
         return
     with open_queue(ctx, dsn, schema) as tq:
-        found = tq.stats()["pools"]
+        found = tq.stats().pools
     if as_json:
-        print_json([{key: p[key] for key in ("name", "limit", "running", "parked")} for p in found])
+        print_json(list(found))
         return
     out.print(pools_table(found))
 
 
-def pools_table(found: list[dict[str, Any]]) -> Table:
+def pools_table(found: Sequence[PoolStats]) -> Table:
     """The pools as ``pools`` and ``stats`` show them."""
     table = Table(title="pools")
     for column in ("pool", "running", "limit", "parked"):
         table.add_column(column, justify="left" if column == "pool" else "right")
     for p in found:
-        table.add_row(p["name"], str(p["running"]), "-" if p["limit"] is None else str(p["limit"]), str(p["parked"]))
+        table.add_row(p.name, str(p.running), "-" if p.limit is None else str(p.limit), str(p.parked))
     return table
 
 

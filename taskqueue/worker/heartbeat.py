@@ -9,33 +9,28 @@ outcome will be discarded, because another worker may already hold it.
 from __future__ import annotations
 
 import logging
-import threading
 
 from ..queue import TaskQueue
-from .claimer import Capacity
+from .capacity import Capacity
+from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.heartbeat")
 
 
-class Heartbeat:
-    def __init__(self, tq: TaskQueue, capacity: Capacity, *, lease: float, worker: str) -> None:
+class Heartbeat(Service):
+    join_timeout = 5.0
+
+    def __init__(
+        self, tq: TaskQueue, capacity: Capacity, *, lease: float, worker: str, signals: WorkerSignals | None = None
+    ) -> None:
+        super().__init__("heartbeat", worker=worker, signals=signals)
         self.tq = tq
         self.capacity = capacity
         self.interval = max(0.05, lease / 3.0)
-        self.worker = worker
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="taskqueue-heartbeat", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5.0)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.beat()
+    def run(self) -> None:
+        while not self.wait(self.interval):
+            self.signals.beaten.signal(self.beat())
 
     def beat(self) -> int:
         """Heartbeat every claim still running; return how many were lost."""

@@ -1,0 +1,247 @@
+-- The life of a task: enqueue, claim, heartbeat, complete, fail, release, rescue.
+-- Tables are unqualified: each connection's search_path is the queue schema.
+-- Every value is a bound parameter; no name is ever pasted into SQL.
+
+-- name: enqueue_task
+-- One task in one statement, so an enqueue on a connection of our own is one
+-- autocommit round trip: the pool row first (claims only update pool rows),
+-- then the task, then the wake-up signal, which PostgreSQL sends at commit and
+-- only when a row went in. The partial unique index makes a concurrent enqueue
+-- with the same active dedupe key insert nothing; the caller then looks the
+-- holder up. The ON CONFLICT target repeats the index predicate, as
+-- PostgreSQL requires.
+WITH new_pool AS (
+    INSERT INTO pools (name)
+    SELECT CAST(:pool AS text) WHERE CAST(:pool AS text) IS NOT NULL
+    ON CONFLICT (name) DO NOTHING
+), new_task AS (
+    INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key)
+    SELECT :queue, CAST(:payload AS jsonb), :priority, :required, :pool,
+           CASE WHEN r.at > now() THEN 'scheduled' ELSE 'queued' END,
+           :max_attempts, r.at, :dedupe_key
+      FROM (SELECT COALESCE(CAST(:run_at AS timestamptz),
+                            now() + make_interval(secs => COALESCE(CAST(:delay AS double precision), 0))) AS at) r
+    ON CONFLICT (queue, dedupe_key)
+       WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'scheduled', 'running')
+       DO NOTHING
+    RETURNING id
+)
+SELECT id, pg_notify(:channel, '') IS NULL AS signalled FROM new_task;
+
+-- name: reserve_task_ids
+-- Ids for a COPY batch, ascending in input order (FIFO within a priority),
+-- and the transaction's now(): run_at and state of each copied task are
+-- computed from that one database time, exactly as an INSERT would compute
+-- them, since now() stays fixed for the whole transaction.
+SELECT now() AS now,
+       ARRAY(SELECT nextval('tasks_id_seq') FROM generate_series(1, CAST(:n AS integer)) ORDER BY 1) AS ids;
+
+-- name: copy_tasks
+-- enqueue_many's fast path, for batches without dedupe keys (COPY has no
+-- ON CONFLICT): several times the rate of INSERT ... SELECT FROM unnest.
+-- Ids come from reserve_task_ids, so they can go back to the caller.
+COPY tasks (id, queue, payload, priority, required, pool, state, max_attempts, run_at) FROM STDIN;
+
+-- name: copy_tasks_now
+-- copy_tasks for a batch in which no task gave run_at or delay: run_at takes
+-- its default, now(), on the server, which saves formatting and parsing a
+-- timestamp per row (about a sixth of the COPY's time).
+COPY tasks (id, queue, payload, priority, required, pool, state, max_attempts) FROM STDIN;
+
+-- name: insert_tasks
+-- A batch from parallel arrays, one round trip. Ids are drawn in the order of
+-- the arrays (ORDER BY ord), so sorting the returned ids restores that order.
+INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key)
+SELECT s.queue, CAST(s.payload AS jsonb), s.priority, s.required, s.pool,
+       CASE WHEN s.at > now() THEN 'scheduled' ELSE 'queued' END,
+       s.max_attempts, s.at, s.dedupe_key
+  FROM (SELECT u.*, COALESCE(u.run_at, now() + make_interval(secs => COALESCE(u.delay, 0))) AS at
+          FROM unnest(CAST(:queues AS text[]), CAST(:payloads AS text[]), CAST(:priorities AS integer[]),
+                      CAST(:requireds AS integer[]), CAST(:pools AS text[]), CAST(:max_attempts AS integer[]),
+                      CAST(:run_ats AS timestamptz[]), CAST(:delays AS double precision[]),
+                      CAST(:dedupe_keys AS text[]))
+               WITH ORDINALITY AS u(queue, payload, priority, required, pool, max_attempts, run_at, delay, dedupe_key, ord)
+         ORDER BY u.ord) s
+ ORDER BY s.ord
+ON CONFLICT (queue, dedupe_key)
+   WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'scheduled', 'running')
+   DO NOTHING
+RETURNING id, queue, dedupe_key;
+
+-- name: find_active_dedupe
+-- The active task that holds a dedupe key, if any.
+SELECT id FROM tasks
+ WHERE queue = :queue AND dedupe_key = :dedupe_key
+   AND dedupe_key IS NOT NULL AND state IN ('queued', 'scheduled', 'running');
+
+-- name: find_active_dedupes
+-- The active tasks that hold any of these (queue, dedupe key) pairs.
+SELECT t.id, t.queue, t.dedupe_key
+  FROM unnest(CAST(:queues AS text[]), CAST(:dedupe_keys AS text[])) AS k(queue, dedupe_key)
+  JOIN tasks t ON t.queue = k.queue AND t.dedupe_key = k.dedupe_key
+ WHERE t.dedupe_key IS NOT NULL AND t.state IN ('queued', 'scheduled', 'running');
+
+-- name: notify_wakeup
+-- One signal per transaction, no data: listeners just claim again.
+-- PostgreSQL delivers it at commit and folds duplicates within a transaction.
+SELECT pg_notify(:channel, '');
+
+-- name: claim_tasks
+-- The resource-fit claim; see migrations/functions/claim_tasks.vN.sql (the
+-- newest version is the one in use).
+SELECT id, queue, payload, priority, required, pool, state, attempts, max_attempts,
+       run_at, created_at, worker, lease_expires_at, result, error, dedupe_key,
+       started_at, finished_at, cancel_requested, lease_seconds, lease_token
+  FROM claim_tasks(CAST(:available AS bigint), CAST(:limit AS integer), CAST(:queues AS text[]),
+                   CAST(:worker AS text), CAST(:lease AS double precision), CAST(:descending AS boolean),
+                   CAST(:peek AS boolean));
+
+-- name: heartbeat_task
+-- Extends a lease only for the holder of the current claim (token match).
+-- No row back means the lease is lost.
+UPDATE tasks
+   SET lease_expires_at = now() + make_interval(secs => COALESCE(CAST(:lease AS double precision), lease_seconds))
+ WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+RETURNING lease_expires_at, cancel_requested;
+
+-- name: heartbeat_tasks
+-- Batched heartbeat for a worker's running tasks: one round trip.
+-- Rows missing from the result have lost their lease.
+UPDATE tasks t
+   SET lease_expires_at = now() + make_interval(secs => COALESCE(CAST(:lease AS double precision), t.lease_seconds))
+  FROM unnest(CAST(:ids AS bigint[]), CAST(:tokens AS uuid[])) AS h(id, token)
+ WHERE t.id = h.id AND t.lease_token = h.token AND t.state = 'running'
+RETURNING t.id, t.lease_expires_at, t.cancel_requested;
+
+-- name: complete_task
+-- Ends the current claim as done (or cancelled if cancel was requested) and
+-- releases its pool slot in the same statement (_release_pool_slot). The slot
+-- is released only when the task row matched, so a second completion
+-- releases nothing.
+WITH ended AS (
+    UPDATE tasks
+       SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,
+           result = CAST(:result AS jsonb),
+           finished_at = now(),
+           lease_token = NULL,
+           lease_expires_at = NULL
+     WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+    RETURNING id, state, pool, run_at
+)
+-- compose: _release_pool_slot
+
+-- name: complete_tasks
+-- Batched completion: many claims end as done in one statement and one
+-- commit, each matched on its own lease token (rows missing from the result
+-- lost their lease). The caller releases the pools of the returned rows in
+-- name order (lock_pools, release_pools), so batches cannot deadlock.
+UPDATE tasks t
+   SET state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'done' END,
+       result = CAST(c.result AS jsonb),
+       finished_at = now(),
+       lease_token = NULL,
+       lease_expires_at = NULL
+  FROM unnest(CAST(:ids AS bigint[]), CAST(:tokens AS uuid[]), CAST(:results AS text[])) AS c(id, token, result)
+ WHERE t.id = c.id AND t.lease_token = c.token AND t.state = 'running'
+RETURNING t.id, t.state, t.pool;
+
+-- name: fail_task
+-- Ends the current claim with an error: a retry at now() + retry_in while
+-- attempts remain and retry is allowed, else failed (or cancelled if a cancel
+-- was requested). Releases the pool slot in the same statement.
+WITH ended AS (
+    UPDATE tasks
+       SET state = CASE
+                     WHEN cancel_requested THEN 'cancelled'
+                     WHEN CAST(:retry AS boolean) AND attempts < max_attempts THEN
+                          CASE WHEN CAST(:retry_in AS double precision) > 0 THEN 'scheduled' ELSE 'queued' END
+                     ELSE 'failed'
+                   END,
+           run_at = CASE
+                      WHEN NOT cancel_requested AND CAST(:retry AS boolean) AND attempts < max_attempts
+                        THEN now() + make_interval(secs => CAST(:retry_in AS double precision))
+                      ELSE run_at
+                    END,
+           finished_at = CASE
+                           WHEN NOT cancel_requested AND CAST(:retry AS boolean) AND attempts < max_attempts THEN NULL
+                           ELSE now()
+                         END,
+           error = :error,
+           lease_token = NULL,
+           lease_expires_at = NULL
+     WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+    RETURNING id, state, pool, run_at
+)
+-- compose: _release_pool_slot
+
+-- name: requeue_task
+-- Gives a running task back without using up an attempt (worker shutdown
+-- after its grace period). Token-checked; releases the pool slot.
+WITH ended AS (
+    UPDATE tasks
+       SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+           finished_at = CASE WHEN cancel_requested THEN now() ELSE NULL END,
+           attempts = GREATEST(attempts - 1, 0),
+           run_at = now(),
+           error = :error,
+           lease_token = NULL,
+           lease_expires_at = NULL
+     WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+    RETURNING id, state, pool, run_at
+)
+-- compose: _release_pool_slot
+
+-- name: _release_pool_slot
+-- Not a statement: the tail that complete_task, fail_task and requeue_task
+-- share (the loader appends it where a statement says "compose"). The CTE
+-- "ended" holds the one task row whose claim just ended; its pool loses one
+-- running task, and freed_full_pool says whether that pool was full before,
+-- so the caller knows to wake the workers.
+, released AS (
+    UPDATE pools p SET running = p.running - 1
+      FROM ended WHERE p.name = ended.pool
+    RETURNING p.running, p.running_limit
+)
+SELECT ended.id, ended.state, ended.run_at,
+       COALESCE((SELECT r.running_limit IS NOT NULL AND r.running + 1 >= r.running_limit FROM released r), false)
+           AS freed_full_pool
+  FROM ended;
+
+-- name: rescue_expired_tasks
+-- Every running task whose lease has expired, re-checked under the row lock
+-- (FOR UPDATE re-evaluates the WHERE on the newest row version), goes back to
+-- queued, or to failed when its attempts are used up. Rows held by a
+-- concurrent completion are skipped: that completion wins. The caller then
+-- releases the returned pools, locking them in name order.
+WITH expired AS (
+    SELECT id FROM tasks
+     WHERE state = 'running' AND lease_expires_at < now()
+     ORDER BY id
+     FOR UPDATE SKIP LOCKED
+), rescued AS (
+    UPDATE tasks t
+       SET state = CASE
+                     WHEN t.cancel_requested THEN 'cancelled'
+                     WHEN t.attempts >= t.max_attempts THEN 'failed'
+                     ELSE 'queued'
+                   END,
+           finished_at = CASE WHEN t.cancel_requested OR t.attempts >= t.max_attempts THEN now() ELSE NULL END,
+           run_at = now(),
+           error = 'lease expired at ' || t.lease_expires_at::text || ' (worker ' || t.worker || ')',
+           lease_token = NULL,
+           lease_expires_at = NULL
+      FROM expired
+     WHERE t.id = expired.id AND t.state = 'running' AND t.lease_expires_at < now()
+    RETURNING t.id, t.pool, t.state
+)
+SELECT id, pool, state FROM rescued;
+
+-- name: cancel_task
+-- Queued or scheduled: cancelled now. Running: a request the holder sees on
+-- its next heartbeat; its complete/fail then ends the task cancelled.
+UPDATE tasks
+   SET state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,
+       finished_at = CASE WHEN state = 'running' THEN finished_at ELSE now() END,
+       cancel_requested = true
+ WHERE id = :id AND state IN ('queued', 'scheduled', 'running')
+RETURNING id, state;
