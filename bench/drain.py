@@ -74,7 +74,7 @@ def _worker_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> d
         # Drain mode: stop once nothing is waiting or running.
         while True:
             time.sleep(0.05)
-            left = tq.stats()["by_state"]
+            left = tq.stats().by_state
             if left["queued"] == 0 and left["running"] == 0 and left["scheduled"] == 0:
                 worker.stop()
                 return

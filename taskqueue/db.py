@@ -205,8 +205,14 @@ class Database:
             request = next(op)
         except StopIteration as stop:  # answered without the database (or refused its input)
             return stop.value  # type: ignore[no-any-return]
-        with translated(), self.connection(connection, mode) as conn:
-            return drive(conn, op, request)
+        try:
+            if connection is None and mode == "autocommit":  # the single enqueue: no context layer more than needed
+                with self._autocommit_engine.connect() as conn:
+                    return drive(conn, op, request)
+            with self.connection(connection, mode) as conn:
+                return drive(conn, op, request)
+        except (sa.exc.SQLAlchemyError, psycopg.Error) as exc:
+            raise database_error(exc) from driver_error(exc) or exc
 
     @contextlib.contextmanager
     def connection(self, connection: Connectable, mode: Mode = "transaction") -> Iterator[Connection]:
@@ -256,27 +262,32 @@ class Database:
 _SCHEMA_MISSING = (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedFunction, psycopg.errors.InvalidSchemaName)
 
 
+def database_error(exc: BaseException) -> DatabaseError:
+    """The DatabaseError for a driver error (or SQLAlchemy's around one); raise it ``from driver_error(exc)``."""
+    cause = driver_error(exc) or exc
+    lines = [line.strip() for line in str(cause).strip().splitlines() if line.strip()]
+    detail = lines[0] if lines else type(cause).__name__
+    sqlstate: str | None = getattr(cause, "sqlstate", None)
+    if isinstance(cause, _SCHEMA_MISSING):
+        return SchemaMissing(
+            f"the queue schema is missing or out of date in this database; run `taskqueue migrate` first ({detail})",
+            transient=False,
+            sqlstate=sqlstate,
+        )
+    if isinstance(cause, psycopg.OperationalError) and (sqlstate is None or sqlstate[:2] in ("08", "57")):
+        message = f"cannot reach the database: {detail}"
+    else:
+        message = f"database error: {detail}"
+    return DatabaseError(message, transient=transient(exc), sqlstate=sqlstate)
+
+
 @contextlib.contextmanager
 def translated() -> Iterator[None]:
-    """Database errors (the driver's, and SQLAlchemy's around them) become DatabaseError ``from`` the driver's."""
+    """Database errors inside the block become DatabaseError (for work that is not an operation: migrate)."""
     try:
         yield
     except (sa.exc.SQLAlchemyError, psycopg.Error) as exc:
-        cause = driver_error(exc) or exc
-        lines = [line.strip() for line in str(cause).strip().splitlines() if line.strip()]
-        detail = lines[0] if lines else type(cause).__name__
-        sqlstate: str | None = getattr(cause, "sqlstate", None)
-        kind: type[DatabaseError] = DatabaseError
-        if isinstance(cause, _SCHEMA_MISSING):
-            kind = SchemaMissing
-            message = (
-                f"the queue schema is missing or out of date in this database; run `taskqueue migrate` first ({detail})"
-            )
-        elif isinstance(cause, psycopg.OperationalError) and (sqlstate is None or sqlstate[:2] in ("08", "57")):
-            message = f"cannot reach the database: {detail}"
-        else:
-            message = f"database error: {detail}"
-        raise kind(message, transient=transient(exc), sqlstate=sqlstate) from cause
+        raise database_error(exc) from driver_error(exc) or exc
 
 
 def driver_error(exc: BaseException) -> BaseException | None:

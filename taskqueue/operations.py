@@ -13,11 +13,11 @@ import socket
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .batch import build_batch
 from .errors import LeaseLost, ValidationError
 from .retry import backoff_seconds
 from .spec import (
     TaskSpec,
-    build_batch,
     build_spec,
     check_available,
     check_error_text,

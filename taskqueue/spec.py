@@ -10,8 +10,8 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ValidationError
@@ -119,7 +119,7 @@ def _plain_json(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _encode_json_fast(value: Any, limit: int) -> str | None:
+def encode_json_fast(value: Any, limit: int) -> str | None:
     """The encoding of ``value`` when it is plainly valid, else None (the careful path decides).
 
     Exactly the text ``encode_json`` returns: NaN, ``\\u0000`` (even a false
@@ -141,7 +141,7 @@ def _encode_json_fast(value: Any, limit: int) -> str | None:
 
 def encode_json(value: Any, field: str, limit: int = MAX_PAYLOAD_BYTES) -> str:
     """Check that ``value`` is strict JSON and encode it compactly."""
-    text = _encode_json_fast(value, limit)
+    text = encode_json_fast(value, limit)
     if text is not None:
         return text
     _check_json(value, field)
@@ -175,7 +175,7 @@ def check_number(value: Any, field: str, *, minimum: float, maximum: float, stri
     return number
 
 
-def _plain_name(value: str) -> bool:
+def plain_name(value: str) -> bool:
     """The one definition of a good name; check_name says what is wrong with the others."""
     return 0 < len(value) <= MAX_NAME_LENGTH and not value.isspace() and _BAD_NAME_CHAR.search(value) is None
 
@@ -184,7 +184,7 @@ def check_name(value: Any, field: str) -> str:
     """Queue, pool, worker and dedupe names: non-empty printable text up to 200 characters."""
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, got {type(value).__name__} {value!r}")
-    if _plain_name(value):
+    if plain_name(value):
         return value
     if value == "" or value.strip() == "":
         raise ValidationError(field, "must not be empty or blank")
@@ -299,115 +299,6 @@ def build_spec_from_mapping(spec: Any, index: int) -> TaskSpec:
         return build_spec(payload, **kwargs)
     except ValidationError as exc:
         raise ValidationError(f"specs[{index}].{exc.field}", str(exc).split(": ", 1)[1]) from None
-
-
-@dataclass(slots=True)
-class TaskBatch:
-    """A validated ``enqueue_many`` batch, column by column, in input order.
-
-    Columns rather than one object per task: at 10k tasks a batch spends more
-    time building objects than PostgreSQL spends storing the rows.
-    """
-
-    payloads: list[str] = field(default_factory=list)
-    queues: list[str] = field(default_factory=list)
-    priorities: list[int] = field(default_factory=list)
-    requireds: list[int] = field(default_factory=list)
-    pools: list[str | None] = field(default_factory=list)
-    max_attempts: list[int] = field(default_factory=list)
-    run_ats: list[dt.datetime | None] = field(default_factory=list)
-    delays: list[float | None] = field(default_factory=list)
-    dedupe_keys: list[str | None] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.payloads)
-
-    def append(self, spec: TaskSpec) -> None:
-        self.payloads.append(spec.payload_json)
-        self.queues.append(spec.queue)
-        self.priorities.append(spec.priority)
-        self.requireds.append(spec.required)
-        self.pools.append(spec.pool)
-        self.max_attempts.append(spec.max_attempts)
-        self.run_ats.append(spec.run_at)
-        self.delays.append(spec.delay)
-        self.dedupe_keys.append(spec.dedupe_key)
-
-    def specs(self) -> list[TaskSpec]:
-        return [
-            TaskSpec(*row)
-            for row in zip(
-                self.payloads, self.queues, self.priorities, self.requireds, self.pools,
-                self.run_ats, self.delays, self.max_attempts, self.dedupe_keys,
-                strict=True,
-            )
-        ]
-
-    @property
-    def has_dedupe_keys(self) -> bool:
-        return any(key is not None for key in self.dedupe_keys)
-
-    @property
-    def has_times(self) -> bool:
-        """Whether any task gave run_at or delay (else every task runs from now())."""
-        return any(at is not None for at in self.run_ats) or any(d is not None for d in self.delays)
-
-
-def _name_ok(value: Any, seen: set[str]) -> bool:
-    """``check_name`` as a predicate, remembering good names: a batch repeats a few names."""
-    if type(value) is not str:
-        return False
-    if value in seen:
-        return True
-    if _plain_name(value):
-        seen.add(value)
-        return True
-    return False
-
-
-def build_batch(items: Sequence[Any]) -> TaskBatch:
-    """Validate every entry of ``enqueue_many``; the first bad one raises, naming its index.
-
-    Entries of exact, plain types are checked inline; anything else (and every
-    entry with run_at or delay) goes through ``build_spec_from_mapping``, so
-    both ways accept and reject exactly the same input.
-    """
-    batch = TaskBatch()
-    seen: set[str] = set()
-    allowed = ENQUEUE_KEYS.issuperset
-    for index, spec in enumerate(items):
-        if type(spec) is dict and "payload" in spec and allowed(spec):
-            get = spec.get
-            payload = _encode_json_fast(spec["payload"], MAX_PAYLOAD_BYTES)
-            queue = get("queue", "default")
-            priority = get("priority", 0)
-            required = get("required", 0)
-            pool = get("pool")
-            max_attempts = get("max_attempts", 3)
-            dedupe_key = get("dedupe_key")
-            if (
-                payload is not None
-                and _name_ok(queue, seen)
-                and type(priority) is int and INT32_MIN <= priority <= INT32_MAX
-                and type(required) is int and 0 <= required <= INT32_MAX
-                and (pool is None or _name_ok(pool, seen))
-                and type(max_attempts) is int and 1 <= max_attempts <= 1000
-                and (dedupe_key is None or _name_ok(dedupe_key, seen))
-                and get("run_at") is None
-                and get("delay") is None
-            ):
-                batch.payloads.append(payload)
-                batch.queues.append(queue)
-                batch.priorities.append(priority)
-                batch.requireds.append(required)
-                batch.pools.append(pool)
-                batch.max_attempts.append(max_attempts)
-                batch.run_ats.append(None)
-                batch.delays.append(None)
-                batch.dedupe_keys.append(dedupe_key)
-                continue
-        batch.append(build_spec_from_mapping(spec, index))
-    return batch
 
 
 def check_state(value: Any) -> TaskState | None:

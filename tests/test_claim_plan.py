@@ -16,7 +16,7 @@ import pytest
 from tests.support.database import Server, fresh_database
 
 ROWS = 100_000
-BUDGET = 500  # shared buffers, hit + read; a scan of the backlog needs thousands
+BUDGET = 3_000  # shared buffers, hit + read: the head window and the near walk read up to 256 + 2048 rows; a scan of the backlog needs far more
 
 pytestmark = pytest.mark.slow
 
@@ -124,13 +124,14 @@ def test_claim_returns_the_only_task_that_fits(backlog: psycopg.Connection) -> N
         assert row == (tid, 1)
 
 
-def test_naive_query_would_blow_the_budget(backlog: psycopg.Connection) -> None:
+def test_naive_query_walks_far_more(backlog: psycopg.Connection) -> None:
     # The measurement can fail: the plain filter walks every non-fitting row.
+    ours = claim_buffers(backlog, 1, None, False)
     backlog.execute(FITS % 10)
     buffers, _ = explain(
         backlog, "SELECT id FROM tasks WHERE state = 'queued' AND required <= 1 ORDER BY priority, id LIMIT 1"
     )
-    assert buffers > 2 * BUDGET
+    assert buffers > 3 * ours
 
 
 def _table_counters(dsn: str) -> tuple[int, int]:

@@ -340,7 +340,8 @@ BATCH_ENTRIES: list[Any] = [
 
 @pytest.mark.parametrize("entry", BATCH_ENTRIES, ids=range(len(BATCH_ENTRIES)))
 def test_batch_fast_checks_match_the_careful_path(entry: Any) -> None:
-    from taskqueue.spec import build_batch, build_spec_from_mapping
+    from taskqueue.batch import build_batch
+    from taskqueue.spec import build_spec_from_mapping
 
     try:
         expected: Any = build_spec_from_mapping(entry, 3)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from taskqueue import (
     ValidationError,
     Worker,
 )
+from taskqueue.task import FINISHED_STATES
 from tests.support.polling import sql, wait_for
 from tests.support.worker_app import read_log
 
@@ -48,6 +49,7 @@ def running(worker: Worker, tq: TaskQueue) -> Iterator[threading.Thread]:
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
+    worker.signals.init()
     thread = threading.Thread(target=target, name="test-worker", daemon=True)
     thread.start()
     assert worker.ready.wait(WAIT), "worker did not become ready"
@@ -62,6 +64,17 @@ def running(worker: Worker, tq: TaskQueue) -> Iterator[threading.Thread]:
 
 def new_worker(**settings: Any) -> Worker:
     return Worker(**{"lease": 5.0, "poll_interval": 30.0, "grace": 5.0, "maintenance": False, **settings})
+
+
+def recorded(worker: Worker, ids: Iterable[int], states: Iterable[str] = FINISHED_STATES) -> dict[int, str | None]:
+    """Wait on the completer's test signal until every id was recorded in one of ``states``."""
+    left, wanted, seen = set(ids), set(states), {}
+    while left:
+        for task_id, state in worker.signals.recorded.wait(WAIT).items():
+            seen[task_id] = state
+            if state in wanted:
+                left.discard(task_id)
+    return seen
 
 
 # -- configuration ----------------------------------------------------------
@@ -127,10 +140,10 @@ def test_outcomes_of_handlers(tq: TaskQueue) -> None:
         "orphan": tq.enqueue({}, queue="orphan", max_attempts=5),
     }
     with running(w, tq):
-        assert wait_for(lambda: all(tq.get(i).finished for i in ids.values()))
+        recorded(w, ids.values())
         # The worker survived all of that and still works.
         again = tq.enqueue({"a": 2}, queue="ok")
-        assert wait_for(lambda: tq.get(again).state == "done")
+        assert recorded(w, [again]) == {again: "done"}
 
     got = {k: tq.get(i) for k, i in ids.items()}
     assert got["ok"].state == "done" and got["ok"].result == {"echo": {"a": 1}}
@@ -161,9 +174,9 @@ def test_a_raising_handler_is_retried_with_backoff_then_failed(tq: TaskQueue) ->
 
     task_id = tq.enqueue({}, queue="boom", max_attempts=2)
     with running(w, tq):
-        assert wait_for(lambda: tq.get(task_id).state == "failed")
+        assert recorded(w, [task_id])[task_id] == "failed"
         after = tq.enqueue({}, queue="ok")
-        assert wait_for(lambda: tq.get(after).state == "done")
+        assert recorded(w, [after]) == {after: "done"}
     assert runs == [1, 2]
     assert tq.get(task_id).error.splitlines()[0] == "RuntimeError: still broken"
 
@@ -203,7 +216,7 @@ def test_running_tasks_fit_capacity_and_claims_fill_what_is_free(tq: TaskQueue) 
             assert started[ids[3]].wait(WAIT)
             for e in release.values():
                 e.set()
-            assert wait_for(lambda: all(tq.get(i).state == "done" for i in ids))
+            assert set(recorded(w, ids).values()) == {"done"}
     finally:
         for e in release.values():
             e.set()
@@ -235,7 +248,7 @@ def test_concurrency_caps_threads_when_capacity_is_none(tq: TaskQueue) -> None:
             assert two.wait(WAIT)
             assert sorted(tq.get(i).state for i in ids) == ["queued"] * 3 + ["running"] * 2
             gate.set()
-            assert wait_for(lambda: all(tq.get(i).state == "done" for i in ids))
+            assert set(recorded(w, ids).values()) == {"done"}
     finally:
         gate.set()
     assert peak[0] == 2
@@ -291,7 +304,7 @@ def test_a_freed_slot_of_a_full_pool_wakes_a_waiting_worker(tq: TaskQueue) -> No
         tq.complete(holder)
         assert started.wait(WAIT)
         assert time.monotonic() - t0 < 1.0
-        assert wait_for(lambda: tq.get(second).state == "done")
+        assert recorded(w, [second]) == {second: "done"}
 
 
 def test_the_worker_survives_losing_its_listen_connection(tq: TaskQueue, dsn: str) -> None:
@@ -504,7 +517,7 @@ def test_each_outcome_is_logged_with_task_id_queue_and_outcome(
     bad_id = tq.enqueue({}, queue="broken")
     with caplog.at_level(logging.INFO, logger="taskqueue.worker"):
         with running(w, tq):
-            assert wait_for(lambda: tq.get(ok_id).finished and tq.get(bad_id).finished)
+            recorded(w, [ok_id, bad_id])
             assert wait_for(lambda: len([r for r in caplog.records if hasattr(r, "outcome")]) >= 2)
     outcomes = {(r.task_id, r.queue, r.outcome) for r in caplog.records if hasattr(r, "task_id")}
     assert (ok_id, "logged", "done") in outcomes

@@ -9,9 +9,11 @@
 -- included, which a claim would promote first).
 --
 -- Cost per task taken is bounded whatever the mix of priorities and sizes:
--- 1. A window: the next c_window rows in claim order (ix_tasks_claim,
---    (queue, priority, id)). When fitting tasks are dense at the head, as the
---    naive query likes them, the answer is here, in one probe.
+-- 1. A window: the next rows in claim order (ix_tasks_claim, (queue,
+--    priority, id)), read lazily, at most c_scan (one queue) or c_window per
+--    queue (several). When fitting tasks are dense at the head, as the naive
+--    query likes them, or a few hundred rows in, the answer is found here
+--    just as the naive query finds it.
 -- 2. Otherwise fit_candidate: one probe per required bucket below the one
 --    that holds what is left (ix_tasks_fit), and a bounded look at the
 --    boundary bucket. No loop over distinct priorities or required values.
@@ -45,6 +47,10 @@ SET plan_cache_mode = force_generic_plan
 AS $fn$
 DECLARE
     c_window CONSTANT integer := 64;
+    c_scan CONSTANT integer := 256;
+    v_cap integer;
+    v_end boolean;
+    v_cur refcursor;
     c_park CONSTANT integer := 500;
     v_parking boolean;
     v_remaining bigint := COALESCE(p_available, 9223372036854775807);
@@ -53,7 +59,6 @@ DECLARE
     v_lid bigint := 0;
     v_window boolean := true;
     v_w record;
-    v_n integer;
     v_took boolean;
     v_c record;
     v_got boolean;
@@ -105,46 +110,90 @@ BEGIN
         EXIT WHEN v_queues IS NULL OR v_taken >= p_limit;
         IF v_window THEN
             -- 1. The next rows in claim order after the last settled key, read
-            -- lazily: a dense head costs the few rows it takes to find a fit.
-            v_n := 0;
+            -- lazily (a cursor): a dense head costs the few rows it takes to
+            -- find a fit. Rows that cannot fit are filtered in SQL; the last
+            -- row the window may read comes through as well (rn = v_cap), so
+            -- the walk knows how far it went.
             v_took := false;
             v_parking := false;
-            -- Each queue lists a prefix of its own order; descending, a list
-            -- may stop early (two priority groups at most), so the window ends
-            -- at the first queue's last listed key: everything up to there is
-            -- listed from every queue.
-            FOR v_w IN
-                WITH x AS (
-                SELECT q.name, x.id, x.k1, x.required, x.pool
-                  FROM unnest(v_queues) AS q(name)
-                 CROSS JOIN LATERAL (
-                       (SELECT t.id, t.priority::bigint AS k1, t.required, t.pool FROM tasks t
-                         WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name
-                           AND NOT p_descending AND (t.priority, t.id) > (v_lk::integer, v_lid)
-                         ORDER BY t.priority, t.id LIMIT c_window)
-                       UNION ALL
-                       (SELECT t.id, -t.priority::bigint, t.required, t.pool FROM tasks t
-                         WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name
-                           AND p_descending AND (t.priority, t.id) > ((-v_lk)::integer, v_lid) AND t.priority <= (-v_lk)::integer
-                         ORDER BY t.priority, t.id LIMIT c_window)
-                       UNION ALL
-                       (SELECT t.id, -t.priority::bigint, t.required, t.pool
-                         FROM (SELECT s.priority FROM tasks s WHERE s.state = 'queued' AND NOT s.parked AND s.queue = q.name AND s.priority < (-v_lk)::integer AND p_descending ORDER BY s.priority DESC LIMIT 1) g
-                         CROSS JOIN LATERAL (
-                             SELECT t.* FROM tasks t
-                              WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name AND p_descending
-                                AND t.priority >= g.priority AND t.priority <= g.priority
-                              ORDER BY t.priority, t.id LIMIT c_window) t)
-                       LIMIT c_window) x)
-                SELECT x.id, x.k1, x.required, x.pool FROM x
-                 WHERE NOT p_descending
-                    OR ARRAY[x.k1, x.id] <= (SELECT min(f.last) FROM (SELECT max(ARRAY[y.k1, y.id]) AS last
-                                                                      FROM x y GROUP BY y.name) f)
-                 ORDER BY x.k1, x.id LIMIT c_window
+            v_end := true;
+            IF cardinality(v_queues) = 1 THEN
+                -- One queue: a window of c_scan rows, read in index order.
+                v_cap := c_scan;
+                OPEN v_cur FOR
+                    SELECT w.id, w.k1, w.required, w.pool, w.rn
+                      FROM (SELECT x.*, row_number() OVER () AS rn
+                              FROM ((SELECT t.id, t.priority::bigint AS k1, t.required, t.pool FROM tasks t
+                                      WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1]
+                                        AND NOT p_descending AND (t.priority, t.id) > (v_lk::integer, v_lid)
+                                      ORDER BY t.priority, t.id LIMIT c_scan)
+                                    UNION ALL
+                                    (SELECT t.id, -t.priority::bigint, t.required, t.pool FROM tasks t
+                                      WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1] AND p_descending
+                                        AND (t.priority, t.id) > ((-v_lk)::integer, v_lid) AND t.priority <= (-v_lk)::integer
+                                      ORDER BY t.priority, t.id LIMIT c_scan)
+                                    UNION ALL
+                                    (SELECT t.id, -t.priority::bigint, t.required, t.pool
+                                       FROM (SELECT s.priority FROM tasks s
+                                              WHERE s.state = 'queued' AND NOT s.parked AND s.queue = v_queues[1]
+                                                AND s.priority < (-v_lk)::integer AND p_descending
+                                              ORDER BY s.priority DESC LIMIT 1) g
+                                      CROSS JOIN LATERAL (
+                                          SELECT t.* FROM tasks t
+                                           WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1] AND p_descending
+                                             AND t.priority >= g.priority AND t.priority <= g.priority
+                                           ORDER BY t.priority, t.id LIMIT c_scan) t)
+                                    LIMIT c_scan) x) w
+                     WHERE w.required <= v_remaining OR w.rn = c_scan;
+            ELSE
+                -- Several queues: each lists a prefix of its own order, merged.
+                -- Descending, a list may stop early (two priority groups at
+                -- most), so the window ends at the first queue's last listed
+                -- key: everything up to there is listed from every queue.
+                v_cap := c_window;
+                OPEN v_cur FOR
+                    WITH x AS (
+                    SELECT q.name, x.id, x.k1, x.required, x.pool
+                      FROM unnest(v_queues) AS q(name)
+                     CROSS JOIN LATERAL (
+                           (SELECT t.id, t.priority::bigint AS k1, t.required, t.pool FROM tasks t
+                             WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name
+                               AND NOT p_descending AND (t.priority, t.id) > (v_lk::integer, v_lid)
+                             ORDER BY t.priority, t.id LIMIT c_window)
+                           UNION ALL
+                           (SELECT t.id, -t.priority::bigint, t.required, t.pool FROM tasks t
+                             WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name AND p_descending
+                               AND (t.priority, t.id) > ((-v_lk)::integer, v_lid) AND t.priority <= (-v_lk)::integer
+                             ORDER BY t.priority, t.id LIMIT c_window)
+                           UNION ALL
+                           (SELECT t.id, -t.priority::bigint, t.required, t.pool
+                              FROM (SELECT s.priority FROM tasks s
+                                     WHERE s.state = 'queued' AND NOT s.parked AND s.queue = q.name
+                                       AND s.priority < (-v_lk)::integer AND p_descending
+                                     ORDER BY s.priority DESC LIMIT 1) g
+                             CROSS JOIN LATERAL (
+                                 SELECT t.* FROM tasks t
+                                  WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name AND p_descending
+                                    AND t.priority >= g.priority AND t.priority <= g.priority
+                                  ORDER BY t.priority, t.id LIMIT c_window) t)
+                           LIMIT c_window) x),
+                    m AS (
+                    SELECT x.id, x.k1, x.required, x.pool, row_number() OVER (ORDER BY x.k1, x.id) AS rn FROM x
+                     WHERE NOT p_descending
+                        OR ARRAY[x.k1, x.id] <= (SELECT min(f.last) FROM (SELECT max(ARRAY[y.k1, y.id]) AS last
+                                                                          FROM x y GROUP BY y.name) f))
+                    SELECT m.id, m.k1, m.required, m.pool, m.rn FROM m
+                     WHERE m.rn <= c_window AND (m.required <= v_remaining OR m.rn = c_window)
+                     ORDER BY m.rn;
+            END IF;
             LOOP
-                v_n := v_n + 1;
+                FETCH v_cur INTO v_w;
+                EXIT WHEN NOT FOUND;
                 v_lk := v_w.k1;
                 v_lid := v_w.id;
+                IF v_w.rn = v_cap THEN
+                    v_end := false;  -- the window read all it may: more may follow
+                END IF;
                 CONTINUE WHEN v_w.required > v_remaining;
                 IF v_w.pool IS NULL OR NOT v_w.pool = ANY (v_full) THEN
                     SELECT s.got, s.locked, s.full_pools INTO v_got, v_locked, v_full
@@ -163,10 +212,13 @@ BEGIN
                 v_remaining := v_remaining - v_w.required;
                 v_taken := v_taken + 1;
                 v_took := true;
-                EXIT picks WHEN v_taken >= p_limit;
+                EXIT WHEN v_taken >= p_limit;
             END LOOP;
-            -- Ascending, a short window is the end of the queues.
-            EXIT picks WHEN v_n = 0 OR (v_n < c_window AND NOT p_descending);
+            CLOSE v_cur;
+            EXIT picks WHEN v_taken >= p_limit;
+            -- Ascending, a window that did not read all it may is the end of
+            -- the queues (descending windows span two priorities at most).
+            EXIT picks WHEN v_end AND NOT p_descending;
             -- Another window while it takes tasks, or parks full-pool rows (up
             -- to c_park a claim); else the buckets, which pass over the pools
             -- found full.

@@ -10,6 +10,9 @@
 -- 1. Every bucket below the one that holds p_remaining (see required_bucket)
 --    fits whole, so its best row is one probe of ix_tasks_fit
 --    (queue, bucket, priority, id): at most 124 probes, one per bucket.
+--    With one queue in ascending order, the rows between the last key and
+--    that best are walked first when they are few (up to 2048): the first
+--    that fits wins, else the best stands.
 -- 2. The boundary bucket holds tasks that fit and tasks that do not. Only
 --    rows better than the best of step 1 matter. Two searches take turns,
 --    with budgets that grow (64, 1024, 16384, ... rows walked; 32, 256,
@@ -49,6 +52,7 @@ DECLARE
     v_lo integer;
     v_bk bigint := 9223372036854775807;
     v_bid bigint := 9223372036854775807;
+    c_near CONSTANT integer := 2048;
     v_q text;
     v_walked integer;
     v_last bigint[];
@@ -99,6 +103,28 @@ BEGIN
     END IF;
     IF v_bb >= 124 THEN
         RETURN;  -- no limit on required: every bucket was whole
+    END IF;
+
+    -- 1b. One queue, ascending: the rows between the last key and the best so
+    -- far, in claim order, when they are few (c_near). The first that fits is
+    -- the answer; none means the best stands. This settles the common case of
+    -- tasks too big for this consumer piled up at the head, as cheaply as the
+    -- naive walk, and skips the boundary search.
+    IF NOT p_descending AND cardinality(p_queues) = 1 THEN
+        SELECT count(*), (array_agg(w.id ORDER BY w.priority, w.id) FILTER (WHERE w.required <= p_remaining))[1]
+          INTO v_walked, v_fid
+          FROM (SELECT t.id, t.priority, t.required FROM tasks t
+                 WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1]
+                   AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                   AND (t.priority, t.id) > (v_lp, p_lid) AND (t.priority, t.id) < (v_bk, v_bid)
+                 ORDER BY t.priority, t.id LIMIT c_near) w;
+        IF v_fid IS NOT NULL THEN
+            SELECT t.id, t.priority, t.required, t.pool INTO id, k1, required, pool FROM tasks t WHERE t.id = v_fid;
+            RETURN;
+        END IF;
+        IF v_walked < c_near THEN
+            RETURN;
+        END IF;
     END IF;
 
     -- 2. The boundary bucket, queue by queue, for rows better than the best so

@@ -10,9 +10,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from ..batch import TaskBatch
 from ..errors import TaskQueueError
-from ..spec import TaskBatch, TaskSpec
-from .requests import Copy, Op, execute, first, rows, scalar
+from ..spec import TaskSpec
+from .requests import Copy, Op, Query, execute, first, rows, scalar
 
 #: A dedupe race (the holder finishes between insert and look-up) settles in
 #: one more try; this bounds a pathological loop.
@@ -55,7 +56,7 @@ def enqueue_task(spec: TaskSpec, channel: str) -> Op[tuple[int, bool]]:
             holder = yield from scalar("find_active_dedupe", queue=spec.queue, dedupe_key=spec.dedupe_key)
             if holder is not None:
                 return holder, False
-        task_id = yield from scalar("enqueue_task", **params)
+        task_id = yield Query("enqueue_task", params, "scalar")  # the hot path: no helper generator
         if task_id is not None:
             return task_id, True
         existing = yield from scalar("find_active_dedupe", queue=spec.queue, dedupe_key=spec.dedupe_key)
