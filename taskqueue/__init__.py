@@ -2,15 +2,28 @@
 
 Priorities, resource-fit claims, concurrency pools, leases with fencing
 tokens, retries and delays; every state change is one transaction.
+
+``TaskQueue``, ``Worker`` and ``CheckReport`` are imported on first use: they
+bring SQLAlchemy and psycopg, and the ``taskqueue`` command must start fast
+for the commands that need neither (``--help``, ``pool-of``, ``embedded``).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import DatabaseError, LeaseLost, Permanent, Retry, ServiceFailed, TaskQueueError, ValidationError
-from .invariants import CheckReport
 from .network import network_pool
-from .queue import TaskQueue
 from .stats import PoolStats, Stats, WaitingGroup
 from .task import EnqueueSpec, Order, Pool, Reservation, Task, TaskState, WorkerInfo
-from .worker import Worker
+
+if TYPE_CHECKING:
+    from .invariants import CheckReport
+    from .queue import TaskQueue
+    from .worker import Worker
+
+_LAZY = {"CheckReport": ".invariants", "TaskQueue": ".queue", "Worker": ".worker"}
 
 __all__ = [
     "CheckReport",
@@ -36,3 +49,16 @@ __all__ = [
     "network_pool",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import re
 import select
+import sys
 from collections.abc import Iterator
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import psycopg
 import psycopg.errors
@@ -21,7 +22,9 @@ import psycopg.sql
 import sqlalchemy as sa
 from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import Session
+
+if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist once it is loaded
+    from sqlalchemy.orm import Session
 
 from .dsn import to_sqlalchemy_url
 from .errors import DatabaseError, SchemaMissing, ValidationError
@@ -38,7 +41,7 @@ T = TypeVar("T")
 Mode = Literal["transaction", "autocommit", "snapshot", "rollback"]
 
 #: A caller's connection: a SQLAlchemy Connection or Session, or None for one of ours.
-Connectable = Connection | Session | None
+Connectable: TypeAlias = "Connection | Session | None"
 
 _TEXT = {name: sa.text(sql) for name, sql in STATEMENTS.items() if not sql.startswith("COPY")}
 
@@ -250,7 +253,8 @@ class Database:
     @contextlib.contextmanager
     def foreign(self, connection: Connection | Session) -> Iterator[Connection]:
         """Point a caller's connection at our schema for the duration, then restore it."""
-        if isinstance(connection, Session):
+        orm = sys.modules.get("sqlalchemy.orm")
+        if orm is not None and isinstance(connection, orm.Session):
             conn = connection.connection()
         elif isinstance(connection, Connection):
             conn = connection

@@ -91,3 +91,12 @@ def load_sql_objects(connection: sa.Connection, *files: str) -> None:
     folder = functions_dir()
     for name in files:
         execute_script(connection, (folder / f"{name}.sql").read_text())
+
+
+def current_revision(engine: sa.Engine, schema: str) -> str | None:
+    """The revision the schema is at (None: never migrated), read through Alembic's own API."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"version_table_schema": schema})
+        return context.get_current_revision()

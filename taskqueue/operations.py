@@ -17,6 +17,7 @@ from .batch import build_batch
 from .errors import LeaseLost, ValidationError
 from .retry import backoff_seconds
 from .spec import (
+    TaskSpec,
     build_spec,
     check_available,
     check_error_text,
@@ -81,6 +82,13 @@ def enqueue(payload: Any, *, channel: str, **options: Any) -> Op[int]:
     spec = build_spec(payload, **options)
     task_id, _inserted = yield from enqueue_ops.enqueue_task(spec, channel)
     return task_id
+
+
+def enqueue_spec(spec: TaskSpec, *, channel: str) -> Op[tuple[int, bool]]:
+    """A task already checked by ``build_spec``: (id, created); created is False for a dedupe key's holder."""
+    if not isinstance(spec, TaskSpec):
+        raise ValidationError("spec", f"must be a TaskSpec from build_spec, got {type(spec).__name__}")
+    return (yield from enqueue_ops.enqueue_task(spec, channel))
 
 
 def enqueue_many(specs: Iterable[Mapping[str, Any]], *, channel: str) -> Op[list[int]]:

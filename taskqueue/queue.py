@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import Session
+
+if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist once it is loaded
+    from sqlalchemy.orm import Session
 
 from . import migrate as _migrate
 from . import operations as ops
@@ -19,6 +21,7 @@ from .invariants import CheckReport
 from .invariants import check as run_check
 from .operations import DEFAULT_LEASE, default_worker_name
 from .schema import SCHEMA_DEFAULT, check_schema_name, notify_channel
+from .spec import TaskSpec
 from .stats import Stats
 from .store import registry as registry_ops
 from .store.requests import Op
@@ -111,6 +114,13 @@ class TaskQueue:
             channel=self.channel,
         )
         return self._run(op, connection, mode="autocommit")
+
+    def enqueue_spec(self, spec: TaskSpec, *, connection: Connection | Session | None = None) -> tuple[int, bool]:
+        """Add a task checked by ``build_spec``; ``(id, False)`` when an active task held its dedupe key.
+
+        The command line checks its input before it connects, then says whether the task is new.
+        """
+        return self._run(ops.enqueue_spec(spec, channel=self.channel), connection, mode="autocommit")
 
     def enqueue_many(
         self, specs: Iterable[EnqueueSpec], *, connection: Connection | Session | None = None

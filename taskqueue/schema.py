@@ -8,10 +8,12 @@ else reaches the database as bound data.
 from __future__ import annotations
 
 import re
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING
 
 from .errors import ValidationError
+
+if TYPE_CHECKING:  # imported where used: the CLI reads SCHEMA_DEFAULT without loading SQLAlchemy
+    import sqlalchemy as sa
 
 SCHEMA_DEFAULT = "taskqueue"
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -34,9 +36,13 @@ def notify_channel(schema: str) -> str:
 
 def prepare_schema(connection: sa.Connection, schema: str) -> None:
     """Create the schema if needed and point this session's search_path at it."""
+    import sqlalchemy as sa
+
     connection.execute(sa.schema.CreateSchema(schema, if_not_exists=True))
     set_search_path(connection, schema)
 
 
 def set_search_path(connection: sa.Connection, schema: str) -> None:
+    import sqlalchemy as sa
+
     connection.execute(sa.text("SELECT set_config('search_path', :path, false)"), {"path": f'"{schema}"'})

@@ -222,7 +222,7 @@ def test_stats_tasks_and_show(dsn: str, tq: TaskQueue) -> None:
 def test_pools_set_list_unset(dsn: str, tq: TaskQueue) -> None:
     assert run_cli("pools", "set", "10.9.9.0/24", "2", dsn=dsn).returncode == 0
     listed = json.loads(run_cli("pools", "--json", dsn=dsn).stdout)
-    assert listed == [{"name": "10.9.9.0/24", "limit": 2, "running": 0}]
+    assert listed == [{"name": "10.9.9.0/24", "limit": 2, "running": 0, "parked": 0}]
     assert "10.9.9.0/24" in run_cli("pools", dsn=dsn).stdout
     assert run_cli("pools", "unset", "10.9.9.0/24", dsn=dsn).returncode == 0
     pool = tq.pool("10.9.9.0/24")

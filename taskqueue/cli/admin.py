@@ -6,14 +6,23 @@ from typing import Annotated
 
 import typer
 
-from .common import CliError, DsnOption, SchemaOption, open_queue
+from .common import ADMIN, CliError, DsnOption, SchemaOption, open_queue
 
 
 def migrate(ctx: typer.Context, dsn: DsnOption = None, schema: SchemaOption = None) -> None:
-    """Create or upgrade the queue schema (safe to run from many places at once)."""
+    """Create or upgrade the queue schema (safe to run from many places at once); say which revision it is at."""
+    from ..migrate import current_revision
+
     with open_queue(ctx, dsn, schema) as tq:
+        before = current_revision(tq.engine, tq.schema)
         tq.migrate()
-        typer.echo(f"schema {tq.schema} is up to date")
+        after = current_revision(tq.engine, tq.schema)
+    if before is None:
+        typer.echo(f"schema {tq.schema} created at revision {after} (the newest)")
+    elif before != after:
+        typer.echo(f"schema {tq.schema} upgraded from revision {before} to {after} (the newest)")
+    else:
+        typer.echo(f"schema {tq.schema} was already at revision {after} (the newest); nothing to do")
 
 
 def rescue(ctx: typer.Context, dsn: DsnOption = None, schema: SchemaOption = None) -> None:
@@ -43,6 +52,6 @@ def cancel(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("migrate")(migrate)
-    app.command("rescue")(rescue)
-    app.command("cancel")(cancel)
+    app.command("migrate", rich_help_panel=ADMIN)(migrate)
+    app.command("rescue", rich_help_panel=ADMIN)(rescue)
+    app.command("cancel", rich_help_panel=ADMIN)(cancel)

@@ -6,13 +6,14 @@ violation, so it can run from cron or a health probe as is.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from ..invariants import CheckReport, Violation
-from .common import DsnOption, JsonOption, SchemaOption, open_queue, out, print_json
+if TYPE_CHECKING:  # the checker loads psycopg; the CLI imports it only when checking
+    from ..invariants import CheckReport, Violation
+from .common import INSPECT, DsnOption, JsonOption, SchemaOption, open_queue, out, print_json
 
 RepairOption = Annotated[
     bool,
@@ -25,7 +26,7 @@ RepairOption = Annotated[
 
 
 def register(app: typer.Typer) -> None:
-    app.command("check")(check)
+    app.command("check", rich_help_panel=INSPECT)(check)
 
 
 def check(

@@ -11,20 +11,40 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
+import os
 from collections.abc import Iterator
-from typing import Annotated, Any
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from ..errors import TaskQueueError
-from ..queue import TaskQueue
 from ..schema import SCHEMA_DEFAULT
 
+if TYPE_CHECKING:  # imported in open_queue: SQLAlchemy and psycopg would slow every start
+    from ..queue import TaskQueue
+
+#: The sections of ``taskqueue --help`` (a command's ``rich_help_panel``).
+RUN = "run"
+INSPECT = "inspect"
+ADMIN = "admin"
+
+#: Width of tables written to a file or a pipe (rich would use 80 and wrap them); $COLUMNS wins.
+CAPTURED_WIDTH = 160
+
+
+def _console(**settings: Any) -> Console:
+    console = Console(highlight=False, soft_wrap=True, **settings)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console.width = CAPTURED_WIDTH
+    return console
+
+
 #: Tables and human output; scripts read --json from stdout.
-out = Console(highlight=False, soft_wrap=True)
+out = _console()
 #: Progress bars and live views go to stderr so stdout stays parseable.
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = _console(stderr=True)
 
 DsnOption = Annotated[
     str | None,
@@ -78,6 +98,8 @@ def settings(ctx: typer.Context | None, dsn: str | None, schema: str | None) -> 
 
 @contextlib.contextmanager
 def open_queue(ctx: typer.Context | None, dsn: str | None, schema: str | None) -> Iterator[TaskQueue]:
+    from ..queue import TaskQueue
+
     resolved_dsn, resolved_schema = settings(ctx, dsn, schema)
     tq = TaskQueue(resolved_dsn, schema=resolved_schema)
     try:
@@ -91,6 +113,8 @@ def jsonable(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
+    if isinstance(value, PurePath):
+        return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):

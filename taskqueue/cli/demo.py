@@ -22,7 +22,7 @@ import random
 import threading
 import time
 from collections import defaultdict
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group
@@ -37,11 +37,13 @@ from rich.progress import (
 from rich.table import Table
 
 from ..network import network_pool
-from ..queue import TaskQueue
 from ..store.requests import Op, execute
 from ..task import EnqueueSpec, Task
-from .common import DsnOption, err, out, settings
+from .common import RUN, DsnOption, err, out, settings
 from .demo_record import Recorder, Verdict, summarize
+
+if TYPE_CHECKING:  # imported where used: SQLAlchemy would slow every start of the command
+    from ..queue import TaskQueue
 
 DEMO_SCHEMA = "taskqueue_demo"
 QUEUE = "demo"
@@ -151,6 +153,8 @@ def demo(
     quiet.propagate = False
     quiet.setLevel(logging.ERROR)
 
+    from ..queue import TaskQueue
+
     err.print("[dim]starting the database and preparing schema taskqueue_demo…[/dim]")
     tq = TaskQueue(resolved_dsn, schema=DEMO_SCHEMA, pool_size=5, max_overflow=10)
     try:
@@ -173,6 +177,8 @@ def demo(
 def run_workers(
     tq: TaskQueue, dsn: str | None, count: int, seconds: float, work_scale: float, limits: dict[str, int]
 ) -> bool:
+    from ..queue import TaskQueue
+
     recorder = Recorder()
     recorder.expected = count
     workers = make_workers(recorder, work_scale)
@@ -226,7 +232,7 @@ def run_workers(
     rules.add_column("held")
     rules.add_column("detail")
     for v in verdicts:
-        rules.add_row(v.rule, "yes" if v.held else "NO", v.detail, style=None if v.held else "bold red")
+        rules.add_row(v.rule, v.held_text if v.held else "NO", v.detail, style=None if v.held else "bold red")
     out.print(rules)
     held = all(v.held for v in verdicts)
     rate = recorder.finished / elapsed if elapsed > 0 else 0.0
@@ -238,4 +244,4 @@ def run_workers(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
+    app.command("demo", rich_help_panel=RUN)(demo)

@@ -93,6 +93,8 @@ class Verdict:
     rule: str
     held: bool
     detail: str
+    #: What the "held" column says when the rule held; "within bound" where a tolerance was used.
+    held_text: str = "yes"
 
 
 def order_inversions(tasks: list[Task], limits: dict[str, int]) -> list[tuple[Task, Task]]:
@@ -215,14 +217,19 @@ def summarize(
     inversions = order_inversions(tasks, limits)
     allowed = max(2, int(len(tasks) * INVERSION_SHARE))
     detail = "no less urgent task started while a more urgent one that fitted waited"
+    held_text = "yes"
     if inversions:
         low, high = inversions[0]
+        held_text = "within bound"
         detail = (
-            f"{len(inversions)} inversion(s), at most {allowed} allowed for claims racing on row locks;"
+            f"{len(inversions)} of {len(tasks)} claims passed over a more urgent task; the bound for"
+            f" claims racing on row locks is {allowed} ({INVERSION_SHARE:.0%}, see the README);"
             f" e.g. task {low.id} (priority {low.priority}, size {low.required}) started"
             f" before task {high.id} (priority {high.priority}, size {high.required})"
         )
-    verdicts.append(Verdict("claims follow priority among tasks that fit", len(inversions) <= allowed, detail))
+    verdicts.append(
+        Verdict("claims follow priority among tasks that fit", len(inversions) <= allowed, detail, held_text)
+    )
     return verdicts
 
 

@@ -24,9 +24,10 @@ from rich.progress import (
 )
 
 from ..errors import ValidationError
+from ..network import network_pool
 from ..spec import build_spec, build_spec_from_mapping
 from ..task import EnqueueSpec
-from .common import CliError, DsnOption, SchemaOption, err, open_queue
+from .common import RUN, CliError, DsnOption, SchemaOption, err, open_queue
 
 #: Rows per enqueue_many call inside the one transaction.
 BATCH_SIZE = 5000
@@ -43,6 +44,10 @@ def enqueue(
         int | None, typer.Option("--required", "-r", help="Resource units the task needs, >= 0 [default: 0].")
     ] = None,
     pool: Annotated[str | None, typer.Option("--pool", help="Concurrency pool, e.g. a /24 network.")] = None,
+    pool_of: Annotated[
+        str | None,
+        typer.Option("--pool-of", metavar="ADDRESS", help="Pool of this address's network (as `pool-of` prints)."),
+    ] = None,
     delay: Annotated[float | None, typer.Option("--delay", help="Seconds before the task may run.")] = None,
     max_attempts: Annotated[
         int | None, typer.Option("--max-attempts", help="Attempts before it fails for good [default: 3].")
@@ -65,6 +70,10 @@ def enqueue(
 
     With --file, the other options are defaults for the keys a line leaves out.
     """
+    if pool_of is not None:
+        if pool is not None:
+            raise CliError("give --pool or --pool-of, not both", 2)
+        pool = network_pool(pool_of)
     given = {
         "queue": queue,
         "priority": priority,
@@ -90,10 +99,13 @@ def enqueue(
     except json.JSONDecodeError as exc:
         raise CliError(f"PAYLOAD_JSON is not valid JSON: {exc}", 2) from None
     # Validate before touching the database, so bad input never waits on a connection.
-    build_spec(value, **options)
+    spec = build_spec(value, **options)
     with open_queue(ctx, dsn, schema) as tq:
-        task_id = tq.enqueue(value, **options)
-    typer.echo(f"enqueued task {task_id}")
+        task_id, created = tq.enqueue_spec(spec)
+    if created:
+        typer.echo(f"enqueued task {task_id}")
+    else:
+        typer.echo(f"existing task {task_id} holds dedupe key {dedupe_key!r}; nothing new enqueued; id {task_id}")
 
 
 def _open(path: str) -> IO[str]:
@@ -190,4 +202,4 @@ def _enqueue_file(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("enqueue")(enqueue)
+    app.command("enqueue", rich_help_panel=RUN)(enqueue)

@@ -14,6 +14,7 @@ from rich.table import Table
 from ..stats import Stats
 from ..task import STATES
 from .common import (
+    INSPECT,
     CliError,
     DsnOption,
     JsonOption,
@@ -26,6 +27,7 @@ from .common import (
     print_json,
     task_dict,
 )
+from .pools import pools_table
 
 
 def stats_view(stats: Stats) -> Group:
@@ -44,12 +46,6 @@ def stats_view(stats: Stats) -> Group:
     for row in stats.waiting_by_priority:
         waiting.add_row(row.queue, str(row.priority), str(row.waiting), fmt_seconds(row.oldest_wait_seconds))
 
-    pools = Table(title="pools")
-    for column in ("pool", "running", "limit", "parked"):
-        pools.add_column(column, justify="left" if column == "pool" else "right")
-    for pool in stats.pools:
-        pools.add_row(pool.name, str(pool.running), "-" if pool.limit is None else str(pool.limit), str(pool.parked))
-
     workers = Table(title="workers (live) and their reservations")
     for column in ("worker", "pid", "policy", "capacity", "in use", "running", "reserved task", "for", "since"):
         workers.add_column(column, justify="left" if column in ("worker", "policy") else "right")
@@ -61,13 +57,14 @@ def stats_view(stats: Stats) -> Group:
             "-" if r is None else fmt_seconds((stats.database_time - r.since).total_seconds()),
         )
 
+    # Two short lines: one long line was cut at the edge of a 120-column --watch view.
     summary = (
         f"total {stats.total}  ·  parked {stats.parked}"
-        f"  ·  oldest waiting {fmt_seconds(stats.oldest_waiting_seconds)}"
-        f"  ·  throughput {stats.throughput_per_second:.2f}/s (last minute)"
+        f"  ·  oldest waiting {fmt_seconds(stats.oldest_waiting_seconds)}\n"
+        f"throughput {stats.throughput_per_second:.2f}/s (last minute)"
         f"  ·  at {stats.database_time.isoformat()}"
     )
-    return Group(states, waiting, pools, workers, summary)
+    return Group(states, waiting, pools_table(stats.pools), workers, summary)
 
 
 def stats(
@@ -179,5 +176,5 @@ def show(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("stats")(stats)
-    app.add_typer(tasks_app, name="tasks")
+    app.command("stats", rich_help_panel=INSPECT)(stats)
+    app.add_typer(tasks_app, name="tasks", rich_help_panel=INSPECT)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from .common import DsnOption, JsonOption, SchemaOption, group_app, open_queue, out, print_json
+from ..stats import PoolStats
+from .common import ADMIN, CliError, DsnOption, JsonOption, SchemaOption, group_app, open_queue, out, print_json
 
 pools_app = group_app("Pool limits and their use; `pools set NAME LIMIT`, `pools unset NAME`.")
 
@@ -19,24 +21,29 @@ def pools(
     dsn: DsnOption = None,
     schema: SchemaOption = None,
 ) -> None:
-    """List every pool with its running count and limit."""
+    """List every pool with its running count, limit and parked tasks (waiting for a free slot)."""
     if ctx.invoked_subcommand is not None:
         return
     with open_queue(ctx, dsn, schema) as tq:
-        found = tq.pools()
+        found = tq.stats().pools
     if as_json:
-        print_json([{"name": p.name, "limit": p.limit, "running": p.running} for p in found])
+        print_json(list(found))
         return
+    out.print(pools_table(found))
+
+
+def pools_table(found: Sequence[PoolStats]) -> Table:
+    """The pools as ``pools`` and ``stats`` show them."""
     table = Table(title="pools")
-    table.add_column("pool")
-    table.add_column("running", justify="right")
-    table.add_column("limit", justify="right")
+    for column in ("pool", "running", "limit", "parked"):
+        table.add_column(column, justify="left" if column == "pool" else "right")
     for p in found:
-        table.add_row(p.name, str(p.running), "-" if p.limit is None else str(p.limit))
-    out.print(table)
+        table.add_row(p.name, str(p.running), "-" if p.limit is None else str(p.limit), str(p.parked))
+    return table
 
 
-@pools_app.command("set")
+# ignore_unknown_options: "-1" is a (bad) LIMIT, not an unknown option; the range check names it.
+@pools_app.command("set", context_settings={"ignore_unknown_options": True})
 def set_limit(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="NAME", help="Pool name, e.g. 10.1.2.0/24.")],
@@ -59,9 +66,11 @@ def unset_limit(
 ) -> None:
     """Remove the pool's limit."""
     with open_queue(ctx, dsn, schema) as tq:
+        if tq.pool(name) is None:
+            raise CliError(f"no pool named {name!r}; `taskqueue pools` lists them")
         tq.set_pool_limit(name, None)
     typer.echo(f"pool {name}: no limit")
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(pools_app, name="pools")
+    app.add_typer(pools_app, name="pools", rich_help_panel=ADMIN)

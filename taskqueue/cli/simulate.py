@@ -12,7 +12,7 @@ from ..scheduling import POLICIES
 from ..scheduling.report import plot_executing, plot_starvation, plot_waits, summary, table
 from ..scheduling.simulate import compare, starvation_bound, starvation_series
 from ..scheduling.workload import SCENARIOS, Workload
-from .common import CliError
+from .common import RUN, CliError
 
 STARVATION_LENGTHS = (500, 1000, 2000, 4000, 8000)
 ALL_POLICIES = ",".join(POLICIES)
@@ -120,4 +120,4 @@ def simulate(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("simulate")(simulate)
+    app.command("simulate", rich_help_panel=RUN)(simulate)

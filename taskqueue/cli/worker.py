@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import CliError, DsnOption, SchemaOption, open_queue
+from .common import RUN, CliError, DsnOption, SchemaOption, open_queue
 
 #: Attributes every LogRecord has; anything else was passed as ``extra=`` and is a field.
 _RECORD_KEYS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
@@ -26,7 +26,9 @@ _RECORD_KEYS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | 
 class FieldsFormatter(logging.Formatter):
     """One line per record: time, level, logger, message, then the record's extra fields.
 
-    ``json=True`` prints the same as one JSON object per line for log shippers.
+    A record with an exception (a handler that raised) is followed by its whole
+    traceback. ``json=True`` prints one JSON object per line for log shippers,
+    the traceback in its ``exception`` field.
     """
 
     def __init__(self, as_json: bool = False) -> None:
@@ -38,13 +40,15 @@ class FieldsFormatter(logging.Formatter):
         fields = {k: v for k, v in record.__dict__.items() if k not in _RECORD_KEYS and k[:1] != "_"}
         when = dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
         message = record.getMessage()
-        if record.exc_info:
-            fields["exception"] = self.formatException(record.exc_info).splitlines()[-1]
+        trace = self.formatException(record.exc_info) if record.exc_info else ""
         if self.as_json:
             doc = {"time": when, "level": record.levelname, "logger": record.name, "message": message, **fields}
+            if trace:
+                doc["exception"] = trace
             return json.dumps(doc, default=str, ensure_ascii=False)
         extras = " ".join(f"{k}={_compact(v)}" for k, v in fields.items())
-        return f"{when} {record.levelname:<7} {record.name}: {message}" + (f"  {extras}" if extras else "")
+        line = f"{when} {record.levelname:<7} {record.name}: {message}" + (f"  {extras}" if extras else "")
+        return f"{line}\n{trace}" if trace else line
 
 
 def _compact(value: Any) -> str:
@@ -139,4 +143,4 @@ def worker(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("worker")(worker)
+    app.command("worker", rich_help_panel=RUN)(worker)

@@ -34,7 +34,10 @@ def enqueue_task(spec: TaskSpec, channel: str) -> Op[tuple[int, bool]]:
     """Insert one task with its pool row and wake-up signal; return (id, inserted).
 
     A live dedupe key returns the holder's id. One statement, so on an
-    autocommit connection the whole enqueue is one round trip.
+    autocommit connection the whole enqueue is one round trip; with a dedupe
+    key the holder is looked up first, because an INSERT that meets the key
+    has already drawn an id from the sequence (only a holder that appears
+    between the two statements still costs one).
     """
     params = {
         "queue": spec.queue,
@@ -50,6 +53,10 @@ def enqueue_task(spec: TaskSpec, channel: str) -> Op[tuple[int, bool]]:
         "channel": channel,
     }
     for _ in range(DEDUPE_TRIES):
+        if spec.dedupe_key is not None:
+            holder = yield from scalar("find_active_dedupe", queue=spec.queue, dedupe_key=spec.dedupe_key)
+            if holder is not None:
+                return holder, False
         task_id = yield Query("enqueue_task", params, "scalar")  # the hot path: no helper generator
         if task_id is not None:
             return task_id, True

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from ..db import transient
 from ..errors import LeaseLost
 from ..queue import TaskQueue
-from ..retry import with_retries
+from ..retry import backoff_seconds, with_retries
 from ..task import Task
 from .capacity import Capacity
 from .service import Service, WorkerSignals
@@ -132,6 +132,9 @@ class Completer(Service):
             if report.error is None:
                 self._retrying(lambda: self.tq.complete(report.task, report.result))
             else:
+                if report.retry and report.retry_in is None:
+                    # The queue's own default, chosen here so the log can say the real delay.
+                    report.retry_in = backoff_seconds(report.task.attempts)
                 self._retrying(
                     lambda: self.tq.fail(report.task, report.error, retry=report.retry, retry_in=report.retry_in)
                 )
@@ -161,7 +164,18 @@ class Completer(Service):
         if report.error is None:
             log.info("task %s (queue %s) %s in %.3f s", task.id, task.queue, outcome, report.duration, extra=extra)
             return
-        extra["error"] = task.error
-        level = logging.INFO if outcome == "retry" else logging.WARNING
-        log.log(level, "task %s (queue %s) %s in %.3f s: %s", task.id, task.queue, outcome, report.duration,
-                task.error, extra=extra)
+        first_line = (task.error or "").split("\n", 1)[0]
+        extra["error"] = first_line
+        if outcome == "retry":
+            extra["retry_in"] = report.retry_in
+            log.info("task %s (queue %s) failed after %.3f s; retry in %s: %s", task.id, task.queue,
+                     report.duration, _seconds(report.retry_in), first_line, extra=extra)
+            return
+        log.warning("task %s (queue %s) %s after %.3f s: %s", task.id, task.queue, outcome, report.duration,
+                    first_line, extra=extra)
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f} s" if value < 10 else f"{value:.0f} s"

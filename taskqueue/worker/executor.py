@@ -21,6 +21,7 @@ from ..task import Task
 from .capacity import Capacity, Hold
 from .completer import Completer, Report
 from .service import Service, WorkerSignals
+from .tracebacks import error_text, summary
 
 log = logging.getLogger("taskqueue.worker.executor")
 
@@ -98,9 +99,11 @@ class Executor(Service):
                 report.error, report.retry_in = exc.reason, exc.in_
             except Permanent as exc:
                 report.error, report.retry = f"Permanent: {exc}", False
-            except BaseException as exc:
-                log.debug("task %s raised", task.id, exc_info=True, extra=fields)
-                report.error = exc
+            except BaseException as exc:  # a handler's SystemExit must not end the worker either
+                # The traceback is logged here, once, and stored with the task (see tracebacks.py).
+                log.warning("task %s (queue %s) raised %s", task.id, task.queue, summary(exc), exc_info=exc,
+                            extra={**fields, "outcome": "raised"})
+                report.error = error_text(exc)
         report.duration = time.monotonic() - started
         self.capacity.pace.finished()
         if not self._may_report(task, fields):

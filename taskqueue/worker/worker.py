@@ -15,7 +15,6 @@ one keeps crashing, so a worker is never left half-alive.
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -36,6 +35,7 @@ from .executor import Executor, Handler
 from .heartbeat import Heartbeat
 from .listener import Listener
 from .service import Service, WorkerSignals
+from .stop_signals import SignalWatcher
 from .supervisor import Supervisor
 
 log = logging.getLogger("taskqueue.worker")
@@ -195,13 +195,10 @@ class Worker:
         """Claim again now (thread-safe)."""
         self._wake.set()
 
-    def _on_signal(self, signum: int, _frame: Any) -> None:
-        # Keep it tiny: a signal handler runs between two bytecodes of the main thread.
-        if self._stopping.is_set():
-            self._abort.set()
-        self._stopping.set()
-        self._wake.set()
-        self._attention.set()
+    def _on_signal(self, count: int) -> None:
+        # Called on the signal watcher's thread, never inside a signal handler:
+        # the first signal winds down, a second one (or one after stop()) stops at once.
+        self.stop(now=count > 1 or self._stopping.is_set())
 
     # -- the run ------------------------------------------------------------
     def run(self, tq: TaskQueue) -> None:
@@ -276,7 +273,8 @@ class Worker:
         for hook in self.on_services:
             hook(self)
 
-        previous = self._install_signals()
+        stop_signals = SignalWatcher(self._on_signal)
+        stop_signals.install()
         log.info(
             "worker %s starting: queues=%s capacity=%s policy=%s concurrency=%d lease=%gs",
             name,
@@ -311,7 +309,7 @@ class Worker:
                     service.stop()
             claimer.stop()
             registry.leave_or_expire()
-            self._restore_signals(previous)
+            stop_signals.restore()
             # Ready for another run(); a stop() that came before this run() was honoured.
             self._stopping.clear()
             self._abort.clear()
@@ -364,21 +362,3 @@ class Worker:
             if left <= 0:
                 return
             self._wake.wait(min(left, 0.5))
-
-    # -- signals ------------------------------------------------------------
-    def _install_signals(self) -> dict[signal.Signals, Any] | None:
-        if threading.current_thread() is not threading.main_thread():
-            return None
-        previous: dict[signal.Signals, Any] = {}
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, self._on_signal)
-        return previous
-
-    @staticmethod
-    def _restore_signals(previous: dict[signal.Signals, Any] | None) -> None:
-        if previous is None:
-            return
-        for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-
-

@@ -12,7 +12,6 @@ import itertools
 import os
 import shutil
 import tempfile
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -59,18 +58,14 @@ def start_testcontainer(stack: contextlib.ExitStack) -> str:
 
 
 def start_embedded(stack: contextlib.ExitStack) -> str:
+    from taskqueue.embedded import EmbeddedServer
+
     root = tempfile.mkdtemp(prefix="taskqueue-tests-")
     os.chmod(root, 0o755)
     stack.callback(shutil.rmtree, root, ignore_errors=True)
-    os.environ.setdefault("XDG_RUNTIME_DIR", os.path.join(root, "run"))
-    os.makedirs(os.environ["XDG_RUNTIME_DIR"], exist_ok=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-
-        server = pgserver.get_server(os.path.join(root, "pgdata"), cleanup_mode="stop")
-    stack.callback(server.cleanup)
-    dsn = server.get_uri()
+    server = EmbeddedServer(os.path.join(root, "pgdata"))
+    dsn = server.start()
+    stack.callback(server.stop)
     with psycopg.connect(dsn, autocommit=True) as conn:
         # Durability is not under test here; speed is welcome.
         for setting, value in (("fsync", "off"), ("synchronous_commit", "off"), ("full_page_writes", "off")):
