@@ -4,7 +4,7 @@ Priorities, resource-fit claims, concurrency pools, leases with fencing
 tokens, retries and delays; every state change is one transaction.
 """
 
-from .errors import LeaseLost, Permanent, Retry, TaskQueueError, ValidationError
+from .errors import DuplicateTask, LeaseLost, Permanent, Retry, TaskQueueError, ValidationError
 from .invariants import CheckReport
 from .network import network_pool
 from .queue import TaskQueue
@@ -13,6 +13,7 @@ from .worker import Worker
 
 __all__ = [
     "CheckReport",
+    "DuplicateTask",
     "LeaseLost",
     "Permanent",
     "Pool",

@@ -47,3 +47,15 @@ class Retry(TaskQueueError):
 
 class Permanent(TaskQueueError):
     """Raised by a handler to fail its task with no further attempts."""
+
+
+class DuplicateTask(TaskQueueError):
+    """A retry would make a second live task with the same (queue, dedupe_key); nothing changed."""
+
+    def __init__(self, task_id: int, queue: str, dedupe_key: str | None) -> None:
+        self.task_id = task_id
+        self.queue = queue
+        self.dedupe_key = dedupe_key
+        super().__init__(
+            f"task {task_id}: cannot retry: another live task in queue {queue!r} holds dedupe key {dedupe_key!r}"
+        )

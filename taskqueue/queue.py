@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 
 from . import migrate as _migrate
 from .dsn import resolve_dsn, to_libpq, to_sqlalchemy_url
-from .errors import LeaseLost, TaskQueueError, ValidationError
+from .errors import DuplicateTask, LeaseLost, TaskQueueError, ValidationError
+from .counters import Counters
 from .invariants import CheckReport
 from .invariants import check as run_check
 from .retry import backoff_seconds
@@ -74,6 +75,8 @@ class TaskQueue:
         configure_engine(self.engine, self.schema)
         # Same pool; for work that is one statement, so it needs no BEGIN/COMMIT.
         self._autocommit_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        #: What this handle did (claims, completions, ...), for taskqueue.metrics.
+        self.counters = Counters()
 
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
@@ -213,7 +216,7 @@ class TaskQueue:
         lease = check_lease(lease)
         descending = check_order(order) == "max"
         with self.engine.begin() as conn:
-            return self.store.claim(
+            tasks = self.store.claim(
                 conn,
                 available=available,
                 limit=limit,
@@ -222,6 +225,8 @@ class TaskQueue:
                 lease=lease,
                 descending=descending,
             )
+        self.counters.claimed(tasks)
+        return tasks
 
     def peek(
         self, *, available: int | None = None, queues: Iterable[str] | None = None, order: str = "min"
@@ -259,6 +264,7 @@ class TaskQueue:
         with self.engine.begin() as conn:
             beat = self.store.heartbeat(conn, task_id, token, lease)
         if beat is None:
+            self.counters.add_process("lost_leases")
             raise LeaseLost(task_id, "heartbeat")
         task.lease_expires_at = beat.lease_expires_at
         task.cancel_requested = beat.cancel_requested
@@ -278,6 +284,7 @@ class TaskQueue:
             else:
                 task.lease_expires_at = beat.lease_expires_at
                 task.cancel_requested = beat.cancel_requested
+        self.counters.add_process("lost_leases", len(lost))
         return lost
 
     def complete(self, task: Task, result: Any = None, *, connection: Connection | Session | None = None) -> None:
@@ -287,9 +294,11 @@ class TaskQueue:
         with self.transaction(connection) as conn:
             outcome = self.store.complete(conn, task_id, token, result_json)
             if outcome is None:
+                self.counters.add_process("lost_leases")
                 raise LeaseLost(task_id, "complete")
             if outcome.freed_full_pool:
                 self.store.notify(conn)
+        self.counters.add("completions", task.queue)
         _settle(task, outcome.state, result=result)
 
     def complete_many(
@@ -320,7 +329,9 @@ class TaskQueue:
             if state is None:
                 lost.append(task.id)
             else:
+                self.counters.add("completions", task.queue)
                 _settle(task, state, result=result)
+        self.counters.add_process("lost_leases", len(lost))
         return lost
 
     def fail(
@@ -344,9 +355,13 @@ class TaskQueue:
         with self.transaction(connection) as conn:
             outcome = self.store.fail(conn, task_id, token, text, retry=retry, retry_in=delay)
             if outcome is None:
+                self.counters.add_process("lost_leases")
                 raise LeaseLost(task_id, "fail")
             if outcome.freed_full_pool or outcome.state == "queued":
                 self.store.notify(conn)
+        self.counters.add("failures", task.queue)
+        if outcome.state in ("queued", "scheduled"):
+            self.counters.add("retries", task.queue, kind="backoff")
         _settle(task, outcome.state, error=text)
         if outcome.run_at is not None and outcome.state in ("queued", "scheduled"):
             task.run_at = outcome.run_at
@@ -359,6 +374,7 @@ class TaskQueue:
         with self.engine.begin() as conn:
             outcome = self.store.requeue(conn, task_id, token, check_error_text(reason))
             if outcome is None:
+                self.counters.add_process("lost_leases")
                 raise LeaseLost(task_id, "release")
             self.store.notify(conn)
         _settle(task, outcome.state)
@@ -369,6 +385,27 @@ class TaskQueue:
         task_id = check_task_id(task_id)
         with self.engine.begin() as conn:
             return self.store.cancel(conn, task_id) is not None
+
+    def retry(self, task_id: int) -> bool:
+        """Re-enqueue a failed task with a fresh attempt budget. False if it is not failed (or unknown).
+
+        Raises DuplicateTask when a live task already holds its dedupe key.
+        """
+        task_id = check_task_id(task_id)
+        try:
+            with self.engine.begin() as conn:
+                queue = self.store.retry(conn, task_id)
+                if queue is not None:
+                    self.store.notify(conn)
+        except sa.exc.IntegrityError as exc:
+            if getattr(getattr(exc.orig, "diag", None), "constraint_name", None) != "uq_tasks_dedupe":
+                raise
+            task = self.get(task_id)
+            raise DuplicateTask(task_id, task.queue if task else "?", task.dedupe_key if task else None) from None
+        if queue is None:
+            return False
+        self.counters.add("retries", queue, kind="operator")
+        return True
 
     def get(self, task_id: int) -> Task | None:
         task_id = check_task_id(task_id)
@@ -409,6 +446,7 @@ class TaskQueue:
             rescued = self.store.rescue_expired(conn)
             if rescued:
                 self.store.notify(conn)
+        self.counters.add_process("rescues", len(rescued))
         return len(rescued)
 
     def prune(self, *, older_than: float = 7 * 24 * 3600.0, batch: int = 10_000) -> int:

@@ -402,6 +402,11 @@ class Store:
         row = conn.execute(Q["cancel_task"], {"id": task_id}).first()
         return None if row is None else row.state
 
+    def retry(self, conn: Connection, task_id: int) -> str | None:
+        """Re-enqueue a failed task with a fresh attempt budget; its queue, or None if it is not failed."""
+        row = conn.execute(Q["retry_task"], {"id": task_id}).first()
+        return None if row is None else row.queue
+
     def get(self, conn: Connection, task_id: int) -> Task | None:
         row = conn.execute(Q["get_task"], {"id": task_id}).mappings().first()
         return None if row is None else _task_from_row(row)

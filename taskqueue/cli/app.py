@@ -15,7 +15,7 @@ import sqlalchemy.exc
 import typer
 
 from ..errors import TaskQueueError, ValidationError
-from . import admin, check, demo, enqueue, inspect, pools, worker
+from . import admin, check, dashboard, demo, enqueue, inspect, pools, worker
 from .common import CliError, Connection, DsnOption, SchemaOption
 
 try:  # typer >= 0.16 vendors click; its exceptions are the ones raised here
@@ -47,6 +47,7 @@ pools.register(app)
 check.register(app)
 worker.register(app)
 demo.register(app)
+dashboard.register(app)
 
 
 def _first_line(text: str) -> str:

@@ -1,0 +1,125 @@
+"""What every route shares: the queue handle, the cached reads, the CSRF token, page rendering.
+
+Reads go through :class:`taskqueue.insights.Insights` (read-only statements)
+and :class:`taskqueue.TaskQueue`; every action goes through ``TaskQueue``'s
+public methods, so the dashboard keeps the same invariants as any caller.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+
+from ..insights import CachedSummary, Insights, Summary
+from ..invariants import CheckReport
+from ..metrics import make_registry
+from ..queue import TaskQueue
+from .render import environment
+from .security import CSRF_FIELD, check_post, new_token
+
+T = TypeVar("T")
+
+NAV = (("/", "Overview"), ("/tasks", "Tasks"), ("/pools", "Pools"), ("/workers", "Workers"), ("/failures", "Failures"))
+
+
+class Dashboard:
+    """The state of one dashboard app (kept on ``app.state.dashboard``)."""
+
+    def __init__(self, tq: TaskQueue, *, read_only: bool, cache_seconds: float, check_seconds: float,
+                 poll_seconds: float, owns_queue: bool) -> None:
+        self.tq = tq
+        self.read_only = read_only
+        self.poll_seconds = poll_seconds
+        self.owns_queue = owns_queue
+        self.insights = Insights()
+        self.summary = CachedSummary(self._read_summary, cache_seconds)
+        self.token = new_token()
+        self.env = environment()
+        self.registry = make_registry(summary=self.summary.get, counters=tq.counters)
+        self._check_lock = threading.Lock()
+        self._check: tuple[float, CheckReport | None, str | None] | None = None
+        self.check_seconds = check_seconds
+
+    def _read_summary(self) -> Summary:
+        with self.tq.engine.begin() as conn:
+            return self.insights.summary(conn)
+
+    def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run an Insights method in one read transaction."""
+        with self.tq.engine.begin() as conn:
+            return fn(conn, *args, **kwargs)
+
+    def invariants(self) -> tuple[CheckReport | None, str | None, float]:
+        """The latest invariant check (run at most once per ``check_seconds``): (report, error, age)."""
+        with self._check_lock:
+            now = time.monotonic()
+            if self._check is None or now - self._check[0] >= self.check_seconds:
+                try:
+                    self._check = (now, self.tq.check(), None)
+                except Exception as exc:  # shown on the page; the overview still renders
+                    self._check = (now, None, f"{type(exc).__name__}: {exc}")
+            at, report, error = self._check
+            return report, error, now - at
+
+    def changed(self) -> None:
+        """After an action: the next page shows fresh counts rather than the cached ones."""
+        self.summary.invalidate()
+
+    # -- rendering ------------------------------------------------------------
+    def page(self, request: Request, template: str, status_code: int = 200, **values: Any) -> HTMLResponse:
+        html = self.env.get_template(template).render(
+            request=request,
+            base=request.scope.get("root_path", ""),
+            nav=NAV,
+            path=request.url.path,
+            read_only=self.read_only,
+            csrf_token=self.token,
+            csrf_field=CSRF_FIELD,
+            poll=self.poll_seconds,
+            schema=self.tq.schema,
+            **values,
+        )
+        return HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
+
+    def error(self, request: Request, message: str, status_code: int = 400) -> HTMLResponse:
+        return self.page(request, "error.html", status_code=status_code, message=message)
+
+    async def guard(self, request: Request) -> tuple[Response | None, Any]:
+        """For a POST: (a refusal, None) or (None, the form). Read-only apps refuse every action."""
+        if self.read_only:
+            return PlainTextResponse("this dashboard is read-only", status_code=403), None
+        form = await request.form()
+        token = form.get(CSRF_FIELD)
+        reason = check_post(request, self.token, token if isinstance(token, str) else None)
+        if reason is not None:
+            return PlainTextResponse(reason, status_code=403), None
+        return None, form
+
+
+#: No framing by other sites (clickjacking of the action buttons), no MIME
+#: sniffing, no referrer sent away, and scripts only from our own static files.
+SECURITY_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+    ),
+}
+
+
+def state(request: Request) -> Dashboard:
+    dashboard: Dashboard = request.app.state.dashboard
+    return dashboard
+
+
+async def blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Database work off the event loop."""
+    return await run_in_threadpool(fn, *args, **kwargs)

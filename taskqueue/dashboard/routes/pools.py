@@ -1,0 +1,56 @@
+"""Pools: limit, running, parked and waiting per pool; edit a limit through TaskQueue.set_pool_limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from ...errors import ValidationError
+from ...spec import check_name, check_pool_limit
+from ..context import Dashboard, blocking, state
+
+
+def _values(dashboard: Dashboard) -> dict[str, Any]:
+    return {"pools": dashboard.summary.get().pool_use()}
+
+
+async def pools(request: Request) -> Response:
+    dashboard = state(request)
+    values = await blocking(_values, dashboard)
+    changed = request.query_params.get("changed")
+    return dashboard.page(request, "pools.html", changed=changed, **values)
+
+
+def parse_limit(form: Any) -> tuple[str, int | None]:
+    name = check_name(form.get("pool"), "pool")
+    raw = str(form.get("limit", "")).strip()
+    if raw == "" or raw.lower() == "none":
+        return name, None
+    try:
+        number = int(raw)
+    except ValueError:
+        raise ValidationError("limit", f"must be a whole number or empty for no limit, got {raw!r}") from None
+    return name, check_pool_limit(number)
+
+
+async def set_limit(request: Request) -> Response:
+    dashboard = state(request)
+    refusal, form = await dashboard.guard(request)
+    if refusal is not None:
+        return refusal
+    try:
+        name, limit = parse_limit(form)
+    except ValidationError as exc:
+        return dashboard.error(request, str(exc), 400)
+    await blocking(dashboard.tq.set_pool_limit, name, limit)
+    dashboard.changed()
+    return RedirectResponse(request.url_for("pools").include_query_params(changed=name), status_code=303)
+
+
+routes = [
+    Route("/pools", pools, name="pools"),
+    Route("/pools/limit", set_limit, methods=["POST"], name="set_limit"),
+]
