@@ -15,7 +15,7 @@ MISSING_EXTRA = (
 
 try:
     import jinja2  # noqa: F401
-    import multipart  # noqa: F401
+    import python_multipart  # noqa: F401
     import prometheus_client  # noqa: F401
     import starlette  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised by the CLI test with the import blocked
