@@ -58,3 +58,30 @@ def upgrade(engine: sa.Engine, schema: str, revision: str = "head") -> None:
         lock_for_migration(conn, schema)
         command.upgrade(alembic_config(conn, schema), revision)
         conn.commit()
+
+
+def downgrade(engine: sa.Engine, schema: str, revision: str) -> None:
+    """Step the schema back to ``revision`` (tests and operators' rollbacks)."""
+    from alembic import command
+
+    with engine.connect() as conn:
+        lock_for_migration(conn, schema)
+        command.downgrade(alembic_config(conn, schema), revision)
+        conn.commit()
+
+
+def functions_dir() -> Path:
+    return Path(script_location()) / "functions"
+
+
+def load_sql_objects(connection: sa.Connection, *files: str) -> None:
+    """Run versioned function/view files, e.g. ``claim_tasks.v2``, in order.
+
+    Each file under ``migrations/functions/`` is frozen once released, so a
+    migration upgrades by loading version N+1 and downgrades by loading N.
+    Sent as-is through the driver: PL/pgSQL text (%ROWTYPE, :=) is no template.
+    """
+    folder = functions_dir()
+    with connection.connection.driver_connection.cursor() as cur:  # type: ignore[union-attr]
+        for name in files:
+            cur.execute((folder / f"{name}.sql").read_text())

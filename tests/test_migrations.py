@@ -186,7 +186,7 @@ def test_migrate_from_built_wheel(empty_dsn: str, tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         assert "taskqueue/_migrations/env.py" in names
-        assert "taskqueue/_migrations/versions/0001_claim_tasks.sql" in names
+        assert "taskqueue/_migrations/functions/claim_tasks.v1.sql" in names
         assert "taskqueue/sql/queries.sql" in names
         zf.extractall(site)
     code = (

@@ -7,11 +7,11 @@ Create Date: 2026-11-22
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
+
+from taskqueue.migrate import load_sql_objects
 
 revision = "0001"
 down_revision = None
@@ -87,9 +87,7 @@ def upgrade() -> None:
         "ALTER TABLE pools SET (autovacuum_vacuum_scale_factor = 0.01, "
         "autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0)"
     )
-    # Sent as-is through the driver: PL/pgSQL text (%ROWTYPE, :=) is no template.
-    with op.get_bind().connection.driver_connection.cursor() as cur:
-        cur.execute(Path(__file__).with_name("0001_claim_tasks.sql").read_text())
+    load_sql_objects(op.get_bind(), "take_pool_slot.v1", "claim_tasks.v1")
 
 
 def downgrade() -> None:

@@ -7,10 +7,10 @@ Create Date: 2026-11-22
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import sqlalchemy as sa
 from alembic import op
+
+from taskqueue.migrate import load_sql_objects
 
 revision = "0002"
 down_revision = "0001"
@@ -40,9 +40,7 @@ def upgrade() -> None:
             comment="When running_limit was last set; claims since then all saw it.",
         ),
     )
-    # Sent as-is through the driver, like the claim function.
-    with op.get_bind().connection.driver_connection.cursor() as cur:
-        cur.execute(Path(__file__).with_name("0002_invariant_views.sql").read_text())
+    load_sql_objects(op.get_bind(), *(f"{view}.v1" for view in reversed(VIEWS)))
 
 
 def downgrade() -> None:

@@ -7,23 +7,30 @@ Create Date: 2026-11-22
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import sqlalchemy as sa
 from alembic import op
+
+from taskqueue.migrate import load_sql_objects
 
 revision = "0003"
 down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-HERE = Path(__file__).parent
-
-
-def _run_sql_file(name: str) -> None:
-    # Sent as-is through the driver: PL/pgSQL text (%ROWTYPE, :=) is no template.
-    with op.get_bind().connection.driver_connection.cursor() as cur:
-        cur.execute((HERE / name).read_text())
+# Tasks of full pools are parked out of the claim index (seed 002's lesson: a
+# claim must not walk the tasks of full pools). A claim parks the full-pool
+# tasks it finds ahead of what it can take; a pool that gets a free slot
+# unparks its tasks in the same transaction (trigger unpark_on_free_slot).
+# Invariant, checked by invariant_parked_in_open_pool: a parked task's pool
+# exists and is full at every commit.
+UP = (
+    "park_tasks.v1",
+    "unpark_tasks.v1",
+    "unpark_triggers.v1",
+    "invariant_parked_in_open_pool.v1",
+    "invariant_violations.v2",
+    "claim_tasks.v2",
+)
 
 
 def upgrade() -> None:
@@ -46,24 +53,17 @@ def upgrade() -> None:
     op.create_table_comment(
         "tasks", "One row per task. Claimable rows are state = 'queued' and not parked; see ix_tasks_claim."
     )
-    _run_sql_file("0003_parked_tasks.sql")
+    load_sql_objects(op.get_bind(), *UP)
 
 
 def downgrade() -> None:
-    op.execute(sa.text("DROP VIEW IF EXISTS invariant_violations"))
+    # The combined view and the claim function as revisions 0001 and 0002 made them.
+    load_sql_objects(op.get_bind(), "invariant_violations.v1", "claim_tasks.v1")
     op.execute(sa.text("DROP VIEW IF EXISTS invariant_parked_in_open_pool"))
     op.execute(sa.text("DROP TRIGGER IF EXISTS unpark_on_delete ON pools"))
     op.execute(sa.text("DROP TRIGGER IF EXISTS unpark_on_free_slot ON pools"))
     op.execute(sa.text("DROP FUNCTION IF EXISTS unpark_tasks()"))
     op.execute(sa.text("DROP FUNCTION IF EXISTS park_tasks(text, integer, integer, text[])"))
-    # The claim function and the combined view as revisions 0001 and 0002 made them.
-    claim = (HERE / "0001_claim_tasks.sql").read_text()
-    claim = claim[claim.index("-- claim_tasks: the resource-fit claim"):]
-    views = (HERE / "0002_invariant_views.sql").read_text()
-    views = views[views.index("CREATE VIEW invariant_violations AS"):]
-    with op.get_bind().connection.driver_connection.cursor() as cur:
-        cur.execute(claim.replace("CREATE FUNCTION claim_tasks(", "CREATE OR REPLACE FUNCTION claim_tasks("))
-        cur.execute(views)
     op.drop_index("ix_tasks_parked", table_name="tasks")
     op.drop_index("ix_tasks_claim", table_name="tasks")
     op.create_index("ix_tasks_claim", "tasks", ["queue", "priority", "required", "id"], postgresql_where=sa.text("state = 'queued'"))

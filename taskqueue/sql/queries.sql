@@ -87,7 +87,8 @@ SELECT t.id, t.queue, t.dedupe_key
 SELECT pg_notify(:channel, '');
 
 -- name: claim_tasks
--- The resource-fit claim; see migrations/versions/0001_claim_tasks.sql.
+-- The resource-fit claim; see migrations/functions/claim_tasks.vN.sql (the
+-- newest version is the one in use).
 SELECT id, queue, payload, priority, required, pool, state, attempts, max_attempts,
        run_at, created_at, worker, lease_expires_at, result, error, dedupe_key,
        started_at, finished_at, cancel_requested, lease_seconds, lease_token
@@ -382,7 +383,7 @@ SELECT set_config('search_path', :path, true) AS previous;
 -- name: show_search_path
 SELECT current_setting('search_path') AS path;
 
--- The invariant checks read the views of migrations/versions/0002_invariant_views.sql,
+-- The invariant checks read the views of migrations/functions/invariant_*.vN.sql,
 -- so `TaskQueue.check()` and an operator's SELECT can never disagree.
 -- TaskQueue.check() runs them together in one REPEATABLE READ snapshot.
 
