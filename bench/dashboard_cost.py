@@ -80,12 +80,12 @@ def fill(tq: TaskQueue, rows: int) -> None:
         conn.execute(sa.text("VACUUM ANALYZE pools"))
 
 
-async def time_paths(tq: TaskQueue, paths: list[str], repeats: int) -> dict[str, dict[str, float]]:
+async def time_paths(tq: TaskQueue, paths: list[str], repeats: int, **options: float) -> dict[str, dict[str, float]]:
     import httpx
 
     from taskqueue.dashboard import create_app
 
-    app = create_app(tq)
+    app = create_app(tq, **options)
     transport = httpx.ASGITransport(app=app)
     results: dict[str, dict[str, float]] = {}
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
@@ -119,8 +119,15 @@ def main() -> None:
         first = tq.tasks(limit=1)
         if first:
             paths.append(f"/tasks/{first[0].id}")
-        results = asyncio.run(time_paths(tq, paths, args.repeats))
-    print(json.dumps({"rows": count, "repeats": args.repeats, "paths": results}, indent=2))
+        # Uncached: every request reads the database (the summary and the
+        # invariant check included), so these are the costs of one read.
+        cold = asyncio.run(time_paths(tq, paths, args.repeats, cache_seconds=0.0, check_seconds=0.0))
+        # The defaults: the summary at most every 5 s, the check every 30 s.
+        warm = asyncio.run(time_paths(tq, paths, args.repeats))
+        with tq.engine.begin() as conn:
+            states = dict(conn.execute(sa.text("SELECT state, count(*) FROM tasks GROUP BY state")).all())
+    print(json.dumps({"rows": count, "states": states, "repeats": args.repeats,
+                      "uncached": cold, "cached_defaults": warm}, indent=2))
 
 
 if __name__ == "__main__":

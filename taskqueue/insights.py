@@ -41,15 +41,17 @@ def priority_band(priority: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """Live tasks (or failures) sharing queue, state, priority and pool."""
+    """Live tasks (or failed ones) sharing queue, state and priority; parked ones also share a pool."""
 
     queue: str
     state: str
     priority: int
-    pool: str | None
-    parked: bool
+    pool: str | None  # set for parked tasks only
     count: int
-    oldest_run_at: dt.datetime | None
+
+    @property
+    def parked(self) -> bool:
+        return self.pool is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,7 @@ class Summary:
 
     now: dt.datetime
     groups: list[Group]
+    oldest_run_at: dict[str, dt.datetime]  # per queue, see oldest_waiting in sql/dashboard.sql
     finished_per_minute: list[int]  # index 0 = the current minute, 59 = an hour ago
     pools: list[tuple[str, int | None, int]]  # (name, limit, running)
     workers: list[WorkerLoad]
@@ -90,23 +93,19 @@ class Summary:
     def oldest_waiting_seconds(self) -> dict[str, float]:
         """Per queue: how long its longest-waiting queued task has been due (0 if none waits)."""
         ages: dict[str, float] = {queue: 0.0 for queue in self.depth}
-        for g in self.groups:
-            if g.state == "queued" and g.oldest_run_at is not None:
-                ages[g.queue] = max(ages[g.queue], (self.now - g.oldest_run_at).total_seconds())
+        for queue, run_at in self.oldest_run_at.items():
+            ages[queue] = max(0.0, (self.now - run_at).total_seconds())
         return ages
 
-    def pool_use(self) -> list[dict[str, Any]]:
-        """Per pool: limit, running, parked and waiting (queued, parked or not)."""
+    def pool_use(self, waiting: dict[str, int] | None = None) -> list[dict[str, Any]]:
+        """Per pool: limit, running, parked, and waiting when given (see Insights.pool_waiting)."""
         parked: dict[str, int] = {}
-        waiting: dict[str, int] = {}
         for g in self.groups:
-            if g.state == "queued" and g.pool is not None:
-                waiting[g.pool] = waiting.get(g.pool, 0) + g.count
-                if g.parked:
-                    parked[g.pool] = parked.get(g.pool, 0) + g.count
+            if g.parked and g.pool is not None:
+                parked[g.pool] = parked.get(g.pool, 0) + g.count
         return [
-            {"name": name, "limit": limit, "running": running,
-             "parked": parked.get(name, 0), "waiting": waiting.get(name, 0)}
+            {"name": name, "limit": limit, "running": running, "parked": parked.get(name, 0),
+             "waiting": None if waiting is None else waiting.get(name, 0)}
             for name, limit, running in self.pools
         ]
 
@@ -117,17 +116,18 @@ class Insights:
     def summary(self, conn: Connection) -> Summary:
         started = time.perf_counter()
         now = conn.execute(Q["snapshot_time"]).scalar_one()
-        groups = [
-            Group(r.queue, r.state, r.priority, r.pool, r.parked, r.n, r.oldest_run_at)
-            for r in conn.execute(Q["active_summary"])
-        ]
+        groups = [Group(r.queue, r.state, r.priority, r.pool, r.n) for r in conn.execute(Q["live_counts"])]
+        oldest = {r.queue: r.oldest_run_at for r in conn.execute(Q["oldest_waiting"])}
         per_minute = [0] * 60
         for r in conn.execute(Q["finished_per_minute"]):
             if 0 <= r.minute_ago < 60:
                 per_minute[r.minute_ago] += r.n
         pools = [(r.name, r.running_limit, r.running) for r in conn.execute(Q["pool_rows"])]
         workers = [WorkerLoad(r["worker"], None, r["required"], r["tasks"]) for r in self.running_by_worker(conn)]
-        return Summary(now, groups, per_minute, pools, workers, time.perf_counter() - started)
+        return Summary(now, groups, oldest, per_minute, pools, workers, time.perf_counter() - started)
+
+    def pool_waiting(self, conn: Connection) -> dict[str, int]:
+        return {r.pool: r.n for r in conn.execute(Q["pool_waiting"])}
 
     def browse(self, conn: Connection, *, filters: dict[str, Any], before_id: int | None, limit: int,
                timeout_ms: int) -> list[dict[str, Any]]:

@@ -10,32 +10,68 @@
 -- one transaction all see this now()).
 SELECT now() AS now;
 
--- name: active_summary
--- One row per (queue, state, priority, pool) of the live tasks and the
--- failures, with the earliest run_at of each group. Each branch reads one
--- partial index: queued from ix_tasks_claim and ix_tasks_parked, scheduled
--- from ix_tasks_scheduled, running from ix_tasks_running, failed from
--- ix_tasks_errored. A due scheduled task counts as queued, as get_task shows it.
-SELECT queue, 'queued' AS state, priority, pool, false AS parked, count(*) AS n, min(run_at) AS oldest_run_at
+-- name: live_counts
+-- Live tasks and failed ones per (queue, state, priority), each branch from
+-- one partial index: queued from ix_tasks_claim (an index-only scan: its key
+-- holds queue and priority), parked from ix_tasks_parked (with their pool),
+-- scheduled from ix_tasks_scheduled, running from ix_tasks_running, failed
+-- from ix_tasks_errored (index-only). A due scheduled task counts as queued,
+-- as get_task shows it. No branch reads the finished history.
+SELECT queue, 'queued' AS state, priority, CAST(NULL AS text) AS pool, count(*) AS n
   FROM tasks WHERE state = 'queued' AND NOT parked
- GROUP BY queue, priority, pool
+ GROUP BY queue, priority
 UNION ALL
-SELECT queue, 'queued', priority, pool, true, count(*), min(run_at)
+SELECT queue, 'queued', priority, pool, count(*)
   FROM tasks WHERE parked AND state = 'queued'
  GROUP BY queue, priority, pool
 UNION ALL
-SELECT queue, CASE WHEN run_at <= now() THEN 'queued' ELSE 'scheduled' END, priority, pool, false, count(*),
-       min(run_at) FILTER (WHERE run_at <= now())
+SELECT queue, CASE WHEN run_at <= now() THEN 'queued' ELSE 'scheduled' END, priority, NULL, count(*)
   FROM tasks WHERE state = 'scheduled'
- GROUP BY 1, 2, priority, pool
+ GROUP BY 1, 2, priority
 UNION ALL
-SELECT queue, 'running', priority, pool, false, count(*), NULL
+SELECT queue, 'running', priority, NULL, count(*)
   FROM tasks WHERE state = 'running'
- GROUP BY queue, priority, pool
+ GROUP BY queue, priority
 UNION ALL
-SELECT queue, 'failed', priority, pool, false, count(*), NULL
+SELECT queue, 'failed', priority, NULL, count(*)
   FROM tasks WHERE state = 'failed'
- GROUP BY queue, priority, pool;
+ GROUP BY queue, priority;
+
+-- name: oldest_waiting
+-- Per queue, the earliest run_at among the tasks next in line: the head
+-- (smallest id) of each (queue, priority, required) run of ix_tasks_claim,
+-- found by a loose index scan (one probe per run, as claim_tasks walks it),
+-- plus the parked tasks and the due scheduled ones. Tasks are taken in id
+-- order within a run, so a run's head is the task that has waited longest
+-- unless a retried or delayed task behind it became due earlier; reading
+-- every queued row to catch that would cost a heap visit per waiting task.
+WITH RECURSIVE heads AS (
+    (SELECT queue, priority, required, id FROM tasks
+      WHERE state = 'queued' AND NOT parked
+      ORDER BY queue, priority, required, id LIMIT 1)
+    UNION ALL
+    SELECT n.queue, n.priority, n.required, n.id
+      FROM heads h
+     CROSS JOIN LATERAL (
+           SELECT t.queue, t.priority, t.required, t.id FROM tasks t
+            WHERE t.state = 'queued' AND NOT t.parked
+              AND (t.queue, t.priority, t.required) > (h.queue, h.priority, h.required)
+            ORDER BY t.queue, t.priority, t.required, t.id LIMIT 1) n
+)
+SELECT queue, min(run_at) AS oldest_run_at
+  FROM (SELECT t.queue, t.run_at FROM heads h JOIN tasks t ON t.id = h.id
+        UNION ALL
+        SELECT queue, run_at FROM tasks WHERE parked AND state = 'queued'
+        UNION ALL
+        SELECT queue, run_at FROM tasks WHERE state = 'scheduled' AND run_at <= now()) w
+ GROUP BY queue;
+
+-- name: pool_waiting
+-- Queued tasks per pool, parked or not: the pools page only (a queued task's
+-- pool is not in ix_tasks_claim, so this visits each queued task's row).
+SELECT pool, count(*) AS n FROM tasks
+ WHERE state = 'queued' AND pool IS NOT NULL
+ GROUP BY pool;
 
 -- name: finished_per_minute
 -- Throughput of the last hour: tasks that reached a final state, per minute

@@ -14,7 +14,8 @@ from ..context import Dashboard, blocking, state
 
 
 def _values(dashboard: Dashboard) -> dict[str, Any]:
-    return {"pools": dashboard.summary.get().pool_use()}
+    waiting = dashboard.read(dashboard.insights.pool_waiting)
+    return {"pools": dashboard.summary.get().pool_use(waiting)}
 
 
 async def pools(request: Request) -> Response:
