@@ -44,6 +44,7 @@ class Dashboard:
         self.registry = make_registry(summary=self.summary.get, counters=tq.counters)
         self._check_lock = threading.Lock()
         self._check: tuple[float, CheckReport | None, str | None] | None = None
+        self._checking = False
         self.check_seconds = check_seconds
 
     def _read_summary(self) -> Summary:
@@ -56,16 +57,33 @@ class Dashboard:
             return fn(conn, *args, **kwargs)
 
     def invariants(self) -> tuple[CheckReport | None, str | None, float]:
-        """The latest invariant check (run at most once per ``check_seconds``): (report, error, age)."""
+        """The latest invariant check: (report, error, its age in seconds).
+
+        The check reads whole tables (about a second at 1M tasks), so only the
+        very first page waits for it; after that a stale result is shown while
+        one background thread runs the next check, at most every ``check_seconds``.
+        """
         with self._check_lock:
             now = time.monotonic()
-            if self._check is None or now - self._check[0] >= self.check_seconds:
-                try:
-                    self._check = (now, self.tq.check(), None)
-                except Exception as exc:  # shown on the page; the overview still renders
-                    self._check = (now, None, f"{type(exc).__name__}: {exc}")
+            if self._check is None:
+                self._check = self._run_check()
+            elif now - self._check[0] >= self.check_seconds and not self._checking:
+                self._checking = True
+                threading.Thread(target=self._refresh_check, name="taskqueue-dashboard-check", daemon=True).start()
             at, report, error = self._check
-            return report, error, now - at
+        return report, error, max(0.0, now - at)
+
+    def _run_check(self) -> tuple[float, CheckReport | None, str | None]:
+        try:
+            return time.monotonic(), self.tq.check(), None
+        except Exception as exc:  # shown on the overview, which still renders
+            return time.monotonic(), None, f"{type(exc).__name__}: {exc}"
+
+    def _refresh_check(self) -> None:
+        result = self._run_check()
+        with self._check_lock:
+            self._check = result
+            self._checking = False
 
     def changed(self) -> None:
         """After an action: the next page shows fresh counts rather than the cached ones."""
