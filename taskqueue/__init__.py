@@ -8,7 +8,7 @@ from .errors import DuplicateTask, LeaseLost, Permanent, Retry, TaskQueueError, 
 from .invariants import CheckReport
 from .network import network_pool
 from .queue import TaskQueue
-from .task import Pool, Task
+from .task import Pool, Reservation, Task, WorkerInfo
 from .worker import Worker
 
 __all__ = [
@@ -17,12 +17,14 @@ __all__ = [
     "LeaseLost",
     "Permanent",
     "Pool",
+    "Reservation",
     "Retry",
     "Task",
     "TaskQueue",
     "TaskQueueError",
     "ValidationError",
     "Worker",
+    "WorkerInfo",
     "network_pool",
 ]
 __version__ = "0.1.0"

@@ -28,12 +28,14 @@ def migration_lock_key(schema: str) -> int:
 
 
 def script_location() -> str:
-    spec = importlib.util.find_spec("taskqueue._migrations")
-    if spec is not None and spec.submodule_search_locations:
-        return str(Path(list(spec.submodule_search_locations)[0]))
+    # A checkout's own folder first: an editable install maps taskqueue._migrations
+    # to the checkout it was installed from, which need not be the one imported.
     checkout = Path(__file__).resolve().parent.parent / "migrations"
     if (checkout / "env.py").exists():
         return str(checkout)
+    spec = importlib.util.find_spec("taskqueue._migrations")
+    if spec is not None and spec.submodule_search_locations:
+        return str(Path(list(spec.submodule_search_locations)[0]))
     raise RuntimeError("taskqueue's migrations are missing from this installation")
 
 

@@ -15,15 +15,17 @@ from sqlalchemy import (
     CheckConstraint,
     DateTime,
     Double,
+    ForeignKey,
     Identity,
     Index,
     Integer,
     MetaData,
+    SmallInteger,
     Text,
     Uuid,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
@@ -60,6 +62,7 @@ class TaskRow(Base):
         CheckConstraint(
             "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
         ),
+        CheckConstraint("estimate IS NULL OR (estimate >= 0 AND estimate < 'Infinity')", name="estimate_finite"),
         # The claim index: one probe per (queue, priority, required level).
         # Parked tasks (queued in a full pool) are left out until the pool has room.
         Index(
@@ -106,6 +109,7 @@ class TaskRow(Base):
     result: Mapped[Any | None] = mapped_column(JSONB, comment="The handler's return value.")
     error: Mapped[str | None] = mapped_column(Text, comment="Text of the last failure.")
     parked: Mapped[bool] = mapped_column(server_default=text("false"), comment="Queued in a full pool and left out of ix_tasks_claim until the pool has room.")
+    estimate: Mapped[float | None] = mapped_column(Double, comment="Expected run time in seconds, given at enqueue; NULL: use the queue's learnt estimate.")
 
 
 class PoolRow(Base):
@@ -121,3 +125,66 @@ class PoolRow(Base):
     running_limit: Mapped[int | None] = mapped_column(Integer, comment="Most running tasks allowed at once; NULL means no limit.")
     running: Mapped[int] = mapped_column(Integer, server_default=text("0"), comment="Tasks of this pool in state running, exactly.")
     limit_changed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When running_limit was last set; claims since then all saw it.")
+
+
+class WorkerRow(Base):
+    __tablename__ = "workers"
+    __table_args__ = (
+        CheckConstraint("policy IN ('greedy', 'strict', 'backfill')", name="policy_known"),
+        CheckConstraint("capacity IS NULL OR capacity >= 0", name="capacity_nonnegative"),
+        CheckConstraint("in_use >= 0 AND running >= 0", name="usage_nonnegative"),
+        {
+            "comment": "Live workers, kept by their heartbeats. A row whose expires_at passed is a dead worker's; "
+            "reads ignore it and the maintenance leader deletes it."
+        },
+    )
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True, comment="Worker name, as in tasks.worker (default host:pid).")
+    host: Mapped[str] = mapped_column(Text, comment="Host name the worker process runs on.")
+    pid: Mapped[int] = mapped_column(Integer, comment="Process id on that host.")
+    queues: Mapped[list[str] | None] = mapped_column(ARRAY(Text), comment="Queues it claims from; NULL means every queue.")
+    capacity: Mapped[int | None] = mapped_column(BigInteger, comment="Sum of required it may run at once; NULL means no bound.")
+    in_use: Mapped[int] = mapped_column(BigInteger, server_default=text("0"), comment="Sum of required of its running tasks at the last heartbeat.")
+    running: Mapped[int] = mapped_column(Integer, server_default=text("0"), comment="Its running tasks at the last heartbeat.")
+    policy: Mapped[str] = mapped_column(Text, comment="Scheduling policy: greedy, strict or backfill.")
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="When this worker registered.")
+    last_seen_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="Its last heartbeat.")
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), comment="Past this time the worker counts as dead and every read ignores the row.")
+
+
+class ReservationRow(Base):
+    __tablename__ = "reservations"
+    __table_args__ = (
+        Index("ix_reservations_task_id", "task_id"),
+        {
+            "comment": "Capacity held back for a waiting task. It lives as long as its worker's row: a dead worker's "
+            "reservation is ignored at once and deleted with the row."
+        },
+    )
+
+    worker: Mapped[str] = mapped_column(
+        Text, ForeignKey("workers.name", ondelete="CASCADE"), primary_key=True,
+        comment="The worker holding back capacity; one reservation per worker at most.",
+    )
+    task_id: Mapped[int] = mapped_column(BigInteger, comment="The queued task it holds capacity back for (no foreign key: the task may be claimed or pruned meanwhile).")
+    required: Mapped[int] = mapped_column(BigInteger, comment="The task's required, as the worker saw it.")
+    queue: Mapped[str] = mapped_column(Text, comment="The task's queue.")
+    since: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="When this worker first reserved this task.")
+    start_by: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When the worker expects to start it, from its running tasks' expected ends.")
+
+
+class QueueEstimateRow(Base):
+    __tablename__ = "queue_estimates"
+    __table_args__ = (
+        CheckConstraint("finished >= 1 AND mean_seconds >= 0", name="sane"),
+        {
+            "comment": "Learnt run time per queue, kept by the completion statements; "
+            "the estimate of a queue is the finished-weighted mean over its slots."
+        },
+    )
+
+    queue: Mapped[str] = mapped_column(Text, primary_key=True, comment="Queue name.")
+    slot: Mapped[int] = mapped_column(SmallInteger, primary_key=True, comment="Shard of the statistics, chosen by the completing worker, so completions do not queue on one row.")
+    finished: Mapped[int] = mapped_column(BigInteger, comment="Tasks done through this slot.")
+    mean_seconds: Mapped[float] = mapped_column(Double, comment="Exponentially weighted mean run time (finished_at - started_at) of those tasks.")
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="Last completion folded in.")

@@ -19,6 +19,7 @@ from .errors import DuplicateTask, LeaseLost, TaskQueueError, ValidationError
 from .counters import Counters
 from .invariants import CheckReport
 from .invariants import check as run_check
+from .registry import list_workers
 from .retry import backoff_seconds
 from .schema import SCHEMA_DEFAULT, check_schema_name
 from .spec import (
@@ -40,7 +41,7 @@ from .spec import (
     encode_json,
 )
 from .store import Store, configure_engine
-from .task import Pool, Task
+from .task import Pool, Task, WorkerInfo
 
 DEFAULT_LEASE = 60.0
 
@@ -466,6 +467,12 @@ class TaskQueue:
         if not isinstance(repair, bool):
             raise ValidationError("repair", f"must be a bool, got {type(repair).__name__}")
         return run_check(self.engine, self.store, repair=repair)
+
+    def workers(self, *, include_dead: bool = False) -> list[WorkerInfo]:
+        """The worker registry: live workers with their reservations (dead ones too with ``include_dead``)."""
+        if not isinstance(include_dead, bool):
+            raise ValidationError("include_dead", f"must be a bool, got {type(include_dead).__name__}")
+        return list_workers(self, include_dead=include_dead)
 
     def stats(self) -> dict[str, Any]:
         """Counts by state (every state, zeros included), by queue and priority; pools; throughput."""

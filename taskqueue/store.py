@@ -24,10 +24,10 @@ from sqlalchemy.engine import Connection, RowMapping
 
 from .schema import notify_channel
 from .spec import TaskBatch, TaskSpec
-from .sql import load_queries
+from .sql import load_all
 from .task import STATES, Pool, Task
 
-SQL = load_queries()
+SQL = load_all()
 Q = {name: sa.text(sql) for name, sql in SQL.items()}
 
 

@@ -53,3 +53,38 @@ class Pool:
     name: str
     limit: int | None
     running: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """A worker holding back capacity for one waiting task, so it can start by ``start_by``."""
+
+    worker: str
+    task_id: int
+    required: int
+    queue: str
+    since: dt.datetime
+    start_by: dt.datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """One worker as the registry saw it at its last heartbeat.
+
+    ``alive`` is false once ``expires_at`` has passed; such a row is kept for a
+    while for operators, but nothing treats it as a worker any more.
+    """
+
+    name: str
+    host: str
+    pid: int
+    queues: tuple[str, ...] | None  # None: every queue
+    capacity: int | None  # None: no bound
+    in_use: int
+    running: int
+    policy: str
+    started_at: dt.datetime
+    last_seen_at: dt.datetime
+    expires_at: dt.datetime
+    alive: bool
+    reservation: Reservation | None = None

@@ -15,7 +15,7 @@ import sqlalchemy.exc
 import typer
 
 from ..errors import TaskQueueError, ValidationError
-from . import admin, check, dashboard, demo, enqueue, inspect, pools, worker
+from . import admin, check, dashboard, demo, enqueue, inspect, pools, simulate, worker
 from .common import CliError, Connection, DsnOption, SchemaOption
 
 try:  # typer >= 0.16 vendors click; its exceptions are the ones raised here
@@ -48,6 +48,7 @@ check.register(app)
 worker.register(app)
 demo.register(app)
 dashboard.register(app)
+simulate.register(app)
 
 
 def _first_line(text: str) -> str:

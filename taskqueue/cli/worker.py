@@ -106,6 +106,9 @@ def worker(
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Handler threads.")] = None,
     lease: Annotated[float | None, typer.Option("--lease", help="Lease seconds; heartbeats renew it.")] = None,
     grace: Annotated[float | None, typer.Option("--grace", min=0, help="Seconds running tasks get on shutdown.")] = None,
+    policy: Annotated[
+        str | None, typer.Option("--policy", help="Scheduling policy: greedy, strict or backfill (default backfill).")
+    ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
     log_json: Annotated[bool, typer.Option("--log-json", help="Log one JSON object per line.")] = False,
     no_migrate: Annotated[bool, typer.Option("--no-migrate", help="Do not bring the schema up to date first.")] = False,
@@ -121,7 +124,7 @@ def worker(
         raise CliError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}", 2)
     the_worker = load_worker(target)
     the_worker.configure(
-        queues=_queues(queues), capacity=capacity, concurrency=concurrency, lease=lease, grace=grace
+        queues=_queues(queues), capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy
     )
     setup_logging(log_level, log_json)
     with open_queue(ctx, dsn, schema) as tq:

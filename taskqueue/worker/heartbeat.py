@@ -4,6 +4,9 @@ A beat comes every third of the lease, so two beats can fail (a slow
 database, a blip) before a lease runs out. A claim the database no longer
 recognises is lost: it stops counting against capacity, and its handler's
 outcome will be discarded, because another worker may already hold it.
+
+The same beat refreshes the worker's registry row (its capacity in use), with
+or without running tasks, so the fleet sees it alive.
 """
 
 from __future__ import annotations
@@ -12,14 +15,18 @@ import logging
 import threading
 
 from ..queue import TaskQueue
+from ..registry import Registry
 from .claimer import Capacity
 
 log = logging.getLogger("taskqueue.worker.heartbeat")
 
 
 class Heartbeat:
-    def __init__(self, tq: TaskQueue, capacity: Capacity, *, lease: float, worker: str) -> None:
+    def __init__(
+        self, tq: TaskQueue, capacity: Capacity, *, lease: float, worker: str, registry: Registry | None = None
+    ) -> None:
         self.tq = tq
+        self.registry = registry
         self.capacity = capacity
         self.interval = max(0.05, lease / 3.0)
         self.worker = worker
@@ -36,6 +43,16 @@ class Heartbeat:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             self.beat()
+            self.register()
+
+    def register(self) -> None:
+        """Refresh the registry row; a failure is logged, and the next beat tries again."""
+        if self.registry is None:
+            return
+        try:
+            self.registry.beat(in_use=self.capacity.in_use, running=self.capacity.busy())
+        except Exception as exc:
+            log.warning("registry heartbeat failed: %s", exc, extra={"worker": self.worker})
 
     def beat(self) -> int:
         """Heartbeat every claim still running; return how many were lost."""

@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 from ..errors import LeaseLost, TaskQueueError, ValidationError
 from ..maintenance import Maintainer
 from ..queue import TaskQueue, default_worker_name
+from ..registry import Registry
+from ..scheduling import DEFAULT_POLICY, POLICIES
 from ..spec import check_int, check_lease, check_name, check_number
 from .claimer import Capacity, Claimer
 from .completer import Completer
@@ -66,13 +68,17 @@ class Worker:
         maintenance: bool = True,
         maintenance_interval: float = 2.0,
         prune_interval: float = 300.0,
+        policy: str = DEFAULT_POLICY,
     ) -> None:
         self.queues: list[str] | None = None
+        self.policy = DEFAULT_POLICY
         self.capacity: int | None = None
         self.concurrency: int | None = None
         self.lease = 30.0
         self.grace = 30.0
-        self.configure(queues=queues, capacity=capacity, concurrency=concurrency, lease=lease, grace=grace)
+        self.configure(
+            queues=queues, capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy
+        )
         self.poll_interval = check_number(poll_interval, "poll_interval", minimum=0.0, maximum=3600.0, strict_min=True)
         self.name = None if name is None else check_name(name, "name")
         self.retention = check_number(retention, "retention", minimum=0.0, maximum=100 * 365 * 24 * 3600.0)
@@ -106,6 +112,7 @@ class Worker:
         concurrency: int | None = None,
         lease: float | None = None,
         grace: float | None = None,
+        policy: str | None = None,
     ) -> Worker:
         """Override settings (the CLI flags); None leaves a setting as it is. Before ``run`` only."""
         if queues is not None:
@@ -123,6 +130,10 @@ class Worker:
             self.lease = check_lease(lease)
         if grace is not None:
             self.grace = check_number(grace, "grace", minimum=0.0, maximum=7 * 24 * 3600.0)
+        if policy is not None:
+            if policy not in POLICIES:
+                raise ValidationError("policy", f"must be one of {', '.join(POLICIES)}, got {policy!r}")
+            self.policy = policy
         return self
 
     def handler(self, queue: str, func: H | None = None) -> Any:
@@ -201,7 +212,10 @@ class Worker:
         claimer = Claimer(tq, capacity, queues=queues, worker=name, lease=self.lease, clock=time.monotonic)
         completer = Completer(tq, capacity, worker=name)
         executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads)
-        heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name)
+        registry = Registry(
+            tq, name=name, queues=queues, capacity=self.capacity, policy=self.policy, ttl=self.lease
+        )
+        heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name, registry=registry)
         listener = Listener(tq.dsn, tq.store, self._wake.set, worker=name)
         self.listener = listener
         maintainer = None
@@ -217,15 +231,17 @@ class Worker:
 
         previous = self._install_signals()
         log.info(
-            "worker %s starting: queues=%s capacity=%s concurrency=%d lease=%gs",
+            "worker %s starting: queues=%s capacity=%s policy=%s concurrency=%d lease=%gs",
             name,
             ",".join(queues),
             self.capacity,
+            self.policy,
             threads,
             self.lease,
-            extra={**fields, "queues": queues, "capacity": self.capacity, "concurrency": threads},
+            extra={**fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads},
         )
         try:
+            heartbeat.register()
             completer.start()
             executor.start()
             heartbeat.start()
@@ -241,6 +257,7 @@ class Worker:
             self._running.clear()
             listener.stop()
             heartbeat.stop()
+            _leave(registry, fields)
             executor.stop()
             completer.stop()
             if maintainer is not None:
@@ -331,3 +348,10 @@ class Worker:
         for sig, handler in previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
+
+
+def _leave(registry: Registry, fields: dict[str, Any]) -> None:
+    try:
+        registry.leave()
+    except Exception as exc:
+        log.warning("could not leave the registry (%s); the row expires on its own", exc, extra=fields)

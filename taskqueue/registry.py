@@ -1,0 +1,102 @@
+"""The worker registry: each live worker's row, kept by its heartbeat, and its reservation.
+
+Workers see each other through it, so that a fleet schedules fairly: a worker
+that holds capacity back for a waiting task records it, and the others then
+hold back for other tasks (or none) instead of all for the same one.
+
+Liveness: a row lives until ``expires_at`` (now() + ``ttl`` at each beat, the
+ttl being the worker's lease). Every read ignores an expired row at once, and
+with it the worker's reservation; the maintenance leader deletes rows that have
+been dead for ``DEAD_KEEP_SECONDS``, so operators can still see what died.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .errors import ValidationError
+from .scheduling import POLICIES
+from .spec import check_name
+from .store_registry import RegistryStore
+from .task import Reservation, WorkerInfo
+
+if TYPE_CHECKING:
+    from .queue import TaskQueue
+
+DEAD_KEEP_SECONDS = 3600.0
+
+
+class Registry:
+    """One worker's view of the registry, on a TaskQueue's connection pool."""
+
+    def __init__(
+        self,
+        tq: TaskQueue,
+        *,
+        name: str,
+        queues: Sequence[str] | None,
+        capacity: int | None,
+        policy: str,
+        ttl: float,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValidationError("policy", f"must be one of {', '.join(POLICIES)}, got {policy!r}")
+        self.tq = tq
+        self.name = check_name(name, "name")
+        self.queues = None if queues is None else sorted(set(queues))
+        self.capacity = capacity
+        self.policy = policy
+        self.ttl = ttl
+        self.store = RegistryStore()
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+
+    def beat(self, *, in_use: int, running: int) -> None:
+        """Register or refresh this worker's row (one autocommit statement)."""
+        with self.tq.engine.begin() as conn:
+            self.store.register(
+                conn,
+                name=self.name,
+                host=self.host,
+                pid=self.pid,
+                queues=self.queues,
+                capacity=self.capacity,
+                in_use=in_use,
+                running=running,
+                policy=self.policy,
+                ttl=self.ttl,
+            )
+
+    def leave(self) -> None:
+        """A clean shutdown: the row and its reservation go now, not at expiry."""
+        with self.tq.engine.begin() as conn:
+            self.store.unregister(conn, self.name)
+
+    def reserve(self, *, task_id: int, required: int, queue: str, start_in: float) -> bool:
+        """Record that this worker holds capacity back for ``task_id``; False if its row has expired."""
+        with self.tq.engine.begin() as conn:
+            return self.store.reserve(
+                conn, worker=self.name, task_id=task_id, required=required, queue=queue, start_in=max(0.0, start_in)
+            )
+
+    def clear(self) -> None:
+        with self.tq.engine.begin() as conn:
+            self.store.clear_reservation(conn, self.name)
+
+    def reservations(self) -> list[Reservation]:
+        with self.tq.engine.begin() as conn:
+            return self.store.reservations(conn)
+
+
+def list_workers(tq: TaskQueue, *, include_dead: bool = False) -> list[WorkerInfo]:
+    with tq.engine.begin() as conn:
+        return RegistryStore().workers(conn, include_dead=include_dead)
+
+
+def delete_dead_workers(tq: TaskQueue, keep: float = DEAD_KEEP_SECONDS) -> list[str]:
+    """Maintenance: delete rows dead for longer than ``keep`` seconds (reservations go with them)."""
+    with tq.engine.begin() as conn:
+        return RegistryStore().delete_dead(conn, keep)
