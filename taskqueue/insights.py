@@ -12,12 +12,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .sql import load_queries
+
+if TYPE_CHECKING:
+    from .queue import TaskQueue
 
 Q = {name: sa.text(sql) for name, sql in load_queries("dashboard.sql").items()}
 
@@ -123,8 +126,10 @@ class Insights:
             if 0 <= r.minute_ago < 60:
                 per_minute[r.minute_ago] += r.n
         pools = [(r.name, r.running_limit, r.running) for r in conn.execute(Q["pool_rows"])]
-        workers = [WorkerLoad(r["worker"], None, r["required"], r["tasks"]) for r in self.running_by_worker(conn)]
-        return Summary(now, groups, oldest, per_minute, pools, workers, time.perf_counter() - started)
+        # Lease holders not in the worker registry (claims made through the
+        # API by a program of the user's own): what they hold, capacity unknown.
+        holders = [WorkerLoad(r["worker"], None, r["required"], r["tasks"]) for r in self.running_by_worker(conn)]
+        return Summary(now, groups, oldest, per_minute, pools, holders, time.perf_counter() - started)
 
     def pool_waiting(self, conn: Connection) -> dict[str, int]:
         return {r.pool: r.n for r in conn.execute(Q["pool_waiting"])}
@@ -146,6 +151,16 @@ class Insights:
     def running_by_worker(self, conn: Connection) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute(Q["running_by_worker"]).mappings()]
 
+
+
+def read_summary(tq: TaskQueue) -> Summary:
+    """The summary, with the live workers of the registry (TaskQueue.workers) in place of bare lease holders."""
+    with tq.engine.begin() as conn:
+        summary = Insights().summary(conn)
+    registered = [WorkerLoad(w.name, w.capacity, w.in_use, w.running) for w in tq.workers()]
+    names = {w.name for w in registered}
+    summary.workers = registered + [w for w in summary.workers if w.name not in names]
+    return summary
 
 
 class CachedSummary:

@@ -192,19 +192,13 @@ class WorkerMetrics:
     """
 
     def __init__(self, worker: Any, tq: Any, *, cache_seconds: float = 5.0) -> None:
-        from .insights import CachedSummary, Insights
+        from .insights import CachedSummary, read_summary
         from .queue import default_worker_name
 
         self.worker = worker
         self.tq = tq
         self.name = worker.name or default_worker_name()
-        insights = Insights()
-
-        def read() -> Summary:
-            with tq.engine.begin() as conn:
-                return insights.summary(conn)
-
-        self.cache = CachedSummary(read, cache_seconds)
+        self.cache = CachedSummary(lambda: read_summary(tq), cache_seconds)
         self.registry = make_registry(summary=self._summary, counters=tq.counters, local_workers=self._local)
         self._server: Any = None
 

@@ -203,10 +203,34 @@ def test_bulk_retry_from_a_failure_group(driver: Any, site: str, tq: TaskQueue) 
 
 
 def test_workers_page(driver: Any, site: str, tq: TaskQueue, shots: Path) -> None:
+    import threading
+
+    from taskqueue import Worker
+    from tests.support.polling import wait_for
+    from tests.test_worker import running
+
     populate(tq)
-    driver.get(site + "/workers")
-    assert "scanner-1:4711" in text(driver, "#workers")
-    driver.save_screenshot(str(shots / "dashboard-workers.png"))
+    release = threading.Event()
+    worker = Worker(queues=["thumbnails"], capacity=8, lease=5.0, poll_interval=30.0, grace=1.0,
+                    name="render-3:5120", maintenance=False)
+
+    @worker.handler("thumbnails")
+    def thumbnail(task: Any) -> None:
+        release.wait(30)
+
+    for i in range(3):
+        tq.enqueue({"image": f"photo-{i}.jpg"}, queue="thumbnails", required=2)
+    try:
+        with running(worker, tq):
+            assert wait_for(lambda: any(w.name == "render-3:5120" and w.in_use == 6 for w in tq.workers()))
+            driver.get(site + "/workers")
+            row = text(driver, 'tr[data-worker="render-3:5120"]')
+            assert "thumbnails" in row and "live" in row
+            assert "scanner-1:4711" in text(driver, "#holders")
+            driver.save_screenshot(str(shots / "dashboard-workers.png"))
+            release.set()
+    finally:
+        release.set()
 
 
 def test_markup_in_a_payload_or_error_is_shown_as_text(driver: Any, site: str, tq: TaskQueue) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from taskqueue import TaskQueue
 from tests.support.dashboard import dashboard_client, post, text_of
+from tests.support.polling import sql, wait_for
 
 
 def fail_once(tq: TaskQueue, queue: str, error: str, *, max_attempts: int = 1, **spec: object) -> int:
@@ -164,22 +165,46 @@ def test_failures_grouped_by_error_with_bulk_retry_and_cancel(tq: TaskQueue) -> 
         assert post(client, "/failures/bulk", {"kind": "nope", "fingerprint": "x", "scope": "group"}).status_code == 400
 
 
-def test_workers_page_lists_holders_and_their_tasks(tq: TaskQueue) -> None:
+def test_workers_page_lists_the_registry_and_other_lease_holders(tq: TaskQueue) -> None:
+    import threading
+
+    from taskqueue import Worker
+    from tests.test_worker import running
+
+    release = threading.Event()
+    worker = Worker(queues=["scan"], capacity=6, lease=5.0, poll_interval=30.0, grace=1.0, name="scanner-9",
+                    maintenance=False)
+
+    @worker.handler("scan")
+    def scan(task: object) -> None:
+        release.wait(30)
+
+    held = tq.enqueue({}, queue="scan", required=4)
     ids = [tq.enqueue({}, queue="q", required=2) for _ in range(2)]
     assert len(tq.claim_many(queues=["q"], worker="box-7", limit=2)) == 2
-    with dashboard_client(tq) as client:
-        html = client.get("/workers").text
-    row = html[html.index("<td>box-7</td>"):]
-    assert re.match(r'<td>box-7</td><td class="num">2</td><td class="num">4</td>', row)
-    assert all(f'href="/tasks/{i}"' in row for i in ids)
+    try:
+        with running(worker, tq):
+            assert wait_for(lambda: any(w.name == "scanner-9" and w.in_use == 4 for w in tq.workers()))
+            with dashboard_client(tq) as client:
+                html = client.get("/workers").text
+            release.set()
+    finally:
+        release.set()
+    row = html[html.index('data-worker="scanner-9"'):]
+    row = row[:row.index("</tr>")]
+    assert '<td>scan</td>' in row and '<td class="num">6</td>' in row and '<td class="num">4</td>' in row
+    assert f'href="/tasks/{held}"' in row and "live" in row
+    holders = html[html.index('id="holders"'):]
+    assert re.search(r'<td>box-7</td><td class="num">2</td><td class="num">4</td>', holders)
+    assert all(f'href="/tasks/{i}"' in holders for i in ids)
 
 
-def test_rescue_action(tq: TaskQueue) -> None:
+def test_rescue_action(tq: TaskQueue, dsn: str) -> None:
     tq.enqueue({}, queue="q")
-    tq.claim(queues=["q"], worker="gone", lease=0.05)
-    import time
-
-    time.sleep(0.1)  # the lease must be in the past by the database clock
+    task = tq.claim(queues=["q"], worker="gone", lease=0.05)
+    assert task is not None
+    # The lease must be in the past by the database clock.
+    assert wait_for(lambda: sql(dsn, "SELECT lease_expires_at < now() FROM taskqueue.tasks WHERE id = %s", task.id)[0][0])
     with dashboard_client(tq) as client:
         response = post(client, "/rescue")
     assert "rescued 1 expired lease" in response.text

@@ -135,6 +135,9 @@ def test_worker_metrics_port_serves_counters_capacity_and_leader_gauges(tq: Task
             assert wait_for(lambda: all(tq.get(i).state == "done" for i in ids))
             assert wait_for(lambda: worker.maintainer is not None and worker.maintainer.leader.is_leader)
             m = scrape(httpx.get(f"http://127.0.0.1:{port}/metrics").text)
+            # The dashboard reads the same worker from the registry.
+            with dashboard_client(tq) as client:
+                d = scrape(client.get("/metrics").text)
     finally:
         metrics.stop()
     assert seen.is_set()
@@ -146,3 +149,5 @@ def test_worker_metrics_port_serves_counters_capacity_and_leader_gauges(tq: Task
     assert one(m, "taskqueue_finished_last_hour") == 4
     assert one(m, "taskqueue_tasks", queue="job", state="scheduled", priority_band="0") == 1
     assert one(m, "taskqueue_oldest_waiting_seconds", queue="job") == 0
+    assert one(d, "taskqueue_worker_capacity", worker="metrics-worker") == 5
+    assert one(d, "taskqueue_worker_capacity_in_use", worker="metrics-worker") == 0

@@ -1,7 +1,7 @@
 """An index of the failures, for the dashboard's failures page and the failed counts.
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0005
 Create Date: 2026-11-23
 
 Partial, so it holds failed tasks and waiting tasks that failed an attempt
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0003"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
-from ..insights import CachedSummary, Insights, Summary
+from ..insights import CachedSummary, Insights, read_summary
 from ..invariants import CheckReport
 from ..metrics import make_registry
 from ..queue import TaskQueue
@@ -38,7 +38,7 @@ class Dashboard:
         self.poll_seconds = poll_seconds
         self.owns_queue = owns_queue
         self.insights = Insights()
-        self.summary = CachedSummary(self._read_summary, cache_seconds)
+        self.summary = CachedSummary(lambda: read_summary(tq), cache_seconds)
         self.token = new_token()
         self.env = environment()
         self.registry = make_registry(summary=self.summary.get, counters=tq.counters)
@@ -46,10 +46,6 @@ class Dashboard:
         self._check: tuple[float, CheckReport | None, str | None] | None = None
         self._checking = False
         self.check_seconds = check_seconds
-
-    def _read_summary(self) -> Summary:
-        with self.tq.engine.begin() as conn:
-            return self.insights.summary(conn)
 
     def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run an Insights method in one read transaction."""
