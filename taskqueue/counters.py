@@ -88,7 +88,7 @@ class Counters:
         """Count claims and their latency: run_at (due) to started_at (claimed), both database times."""
         with self._lock:
             for task in tasks:
-                queue = getattr(task, "queue")
+                queue = task.queue
                 key = ("claims", queue, "")
                 self._by_queue[key] = self._by_queue.get(key, 0) + 1
                 run_at: dt.datetime | None = getattr(task, "run_at", None)

@@ -92,3 +92,22 @@ def test_pages_forbid_framing_and_foreign_scripts(tq: TaskQueue) -> None:
     assert "script-src 'self'" in headers["content-security-policy"]
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
     assert headers["x-content-type-options"] == "nosniff"
+
+
+def test_cli_without_the_dashboard_extra_says_what_to_install(dsn: str) -> None:
+    import subprocess
+    import sys
+
+    # Starlette made unimportable, as on an install without the extra.
+    program = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'starlette' or name.startswith('starlette.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from taskqueue.cli import main\n"
+        "main(['dashboard', '--dsn', sys.argv[1]])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program, dsn], capture_output=True, text=True, timeout=60, check=False)
+    assert_one_line_error(result, 1, "pip install 'taskqueue[dashboard]'")

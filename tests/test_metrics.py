@@ -39,7 +39,7 @@ def test_dashboard_metrics_report_every_family_with_known_values(tq: TaskQueue, 
     # Queue w: three claims; one completes, one fails and backs off, one keeps running.
     for _ in range(3):
         tq.enqueue({}, queue="w", required=2)
-    done, retried, held = tq.claim_many(queues=["w"], worker="box-1", limit=3)
+    done, retried, _held = tq.claim_many(queues=["w"], worker="box-1", limit=3)
     tq.complete(done)
     tq.fail(retried, "flaky", retry_in=3600)
     with pytest.raises(LeaseLost):
@@ -151,3 +151,19 @@ def test_worker_metrics_port_serves_counters_capacity_and_leader_gauges(tq: Task
     assert one(m, "taskqueue_oldest_waiting_seconds", queue="job") == 0
     assert one(d, "taskqueue_worker_capacity", worker="metrics-worker") == 5
     assert one(d, "taskqueue_worker_capacity_in_use", worker="metrics-worker") == 0
+
+
+def test_the_grafana_dashboard_uses_only_families_we_export(tq: TaskQueue) -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    from taskqueue.insights import read_summary
+    from taskqueue.metrics import QueueCollector
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "grafana-dashboard.json").read_text()
+    json.loads(text)
+    used = {re.sub(r"_(bucket|total|count|sum)$", "", name) for name in re.findall(r"taskqueue_[a-z_]+", text)}
+    collector = QueueCollector(summary=lambda: read_summary(tq), counters=tq.counters, local_workers=list)
+    exported = {family.name for family in collector.collect()}
+    assert used and used <= exported, used - exported

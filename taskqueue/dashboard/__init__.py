@@ -15,12 +15,12 @@ MISSING_EXTRA = (
 
 try:
     import jinja2  # noqa: F401
-    import python_multipart  # noqa: F401
     import prometheus_client  # noqa: F401
+    import python_multipart  # noqa: F401
     import starlette  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised by the CLI test with the import blocked
     raise ImportError(f"{MISSING_EXTRA} ({exc})") from exc
 
 from .app import create_app
 
-__all__ = ["create_app", "MISSING_EXTRA"]
+__all__ = ["MISSING_EXTRA", "create_app"]

@@ -63,6 +63,6 @@ def post(client: httpx.Client, path: str, data: dict[str, Any] | None = None, *,
 
 def text_of(html: str, element_id: str) -> str:
     """The text inside the element with this id (tags stripped, whitespace squeezed)."""
-    match = re.search(rf'id="{re.escape(element_id)}"[^>]*>(.*?)</', html, re.S)
+    match = re.search(rf'id="{re.escape(element_id)}"[^>]*>(.*?)</', html, re.DOTALL)
     assert match is not None, f"no element #{element_id}"
     return " ".join(re.sub(r"<[^>]+>", " ", match.group(1)).split())
