@@ -42,7 +42,8 @@ SELECT 'q' || (i % 4),
             ELSE now() - make_interval(secs => (i % 7200) + 1) END,
        now() - make_interval(secs => (i % 7200) + 5),
        CASE WHEN s.state IN ('done', 'failed', 'running') THEN now() - make_interval(secs => (i % 7200)) END,
-       CASE WHEN s.state IN ('done', 'failed', 'cancelled') THEN now() - make_interval(secs => (i % 7200)) END,
+       CASE WHEN s.state IN ('done', 'failed', 'cancelled')
+            THEN now() - make_interval(secs => (i % 7200) + :finished_before) END,
        CASE WHEN s.state IN ('done', 'failed', 'running') THEN 'bench-worker-' || (i % 8) END,
        CASE WHEN s.state = 'running' THEN gen_random_uuid() END,
        CASE WHEN s.state = 'running' THEN 600 END,
@@ -54,20 +55,29 @@ SELECT 'q' || (i % 4),
                         'ConnectionResetError: peer reset'])[1 + i % 3] END
   FROM generate_series(1, :rows) AS i,
        LATERAL (SELECT CASE
-                  WHEN i % 100 < 70 THEN 'done'
-                  WHEN i % 100 < 73 THEN 'failed'
-                  WHEN i % 100 < 75 THEN 'cancelled'
-                  WHEN i % 100 < 79 THEN 'scheduled'
+                  WHEN i % 1000 < :done THEN 'done'
+                  WHEN i % 1000 < :done + 30 THEN 'failed'
+                  WHEN i % 1000 < :done + 50 THEN 'cancelled'
+                  WHEN i % 1000 < :done + 50 + :scheduled THEN 'scheduled'
                   WHEN i % 1000 = 999 THEN 'running'
                   ELSE 'queued' END AS state) AS s
 """
 
 
-def fill(tq: TaskQueue, rows: int) -> None:
+#: Two mixes per 1000 tasks: "backlog" keeps a quarter of the table live and
+#: finishes 350 per 1000 within the last hour; "history" is a table of old
+#: finished tasks with 1.5% live, the usual shape of a queue that keeps up.
+MIXES = {
+    "backlog": {"done": 700, "scheduled": 40, "finished_before": 0},
+    "history": {"done": 935, "scheduled": 5, "finished_before": 7200},
+}
+
+
+def fill(tq: TaskQueue, rows: int, mix: str = "backlog") -> None:
     with tq.engine.begin() as conn:
         conn.execute(sa.text("DELETE FROM tasks"))
         conn.execute(sa.text("DELETE FROM pools"))
-        conn.execute(sa.text(FILL), {"rows": rows})
+        conn.execute(sa.text(FILL), {"rows": rows, **MIXES[mix]})
         conn.execute(sa.text("INSERT INTO pools (name, running_limit) SELECT 'net-' || n, 150 FROM generate_series(0, 19) n"))
         conn.execute(
             sa.text(
@@ -106,12 +116,13 @@ def main() -> None:
     parser.add_argument("--dsn", required=True)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--mix", choices=sorted(MIXES), default="backlog")
     parser.add_argument("--no-fill", action="store_true", help="Reuse the rows of a previous run.")
     args = parser.parse_args()
     with TaskQueue(args.dsn, schema=SCHEMA) as tq:
         tq.migrate()
         if not args.no_fill:
-            fill(tq, args.rows)
+            fill(tq, args.rows, args.mix)
         with tq.engine.begin() as conn:
             count = conn.execute(sa.text("SELECT count(*) FROM tasks")).scalar_one()
         # state=failed&queue=q1 matches nothing in this mix: the worst case,
@@ -138,7 +149,7 @@ def main() -> None:
             checks.append((time.perf_counter() - started) * 1000)
         with tq.engine.begin() as conn:
             states = dict(conn.execute(sa.text("SELECT state, count(*) FROM tasks GROUP BY state")).all())
-    print(json.dumps({"rows": count, "states": states, "repeats": args.repeats,
+    print(json.dumps({"rows": count, "mix": args.mix, "states": states, "repeats": args.repeats,
                       "uncached": cold, "cached_defaults": warm,
                       "invariant_check_ms": {"median": statistics.median(checks), "max": max(checks)}}, indent=2))
 

@@ -14,6 +14,7 @@ from taskqueue import LeaseLost, TaskQueue, Worker
 from taskqueue.metrics import WorkerMetrics
 from tests.support.dashboard import dashboard_client
 from tests.support.polling import sql, wait_for
+from tests.test_acceptance import log, workers  # noqa: F401 - fixtures
 from tests.test_worker import running
 
 
@@ -167,3 +168,20 @@ def test_the_grafana_dashboard_uses_only_families_we_export(tq: TaskQueue) -> No
     collector = QueueCollector(summary=lambda: read_summary(tq), counters=tq.counters, local_workers=list)
     exported = {family.name for family in collector.collect()}
     assert used and used <= exported, used - exported
+
+
+def test_cli_worker_serves_metrics_on_its_port(tq: TaskQueue, workers: Any) -> None:
+    import re
+
+    proc = workers.start("worker", "--metrics-port", "0")
+    found = wait_for(lambda: re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", workers.stderr(proc)) is not None)
+    assert found, workers.stderr(proc)
+    port = int(re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", workers.stderr(proc)).group(1))
+    task_id = tq.enqueue({}, queue="work")
+
+    def completions() -> float:
+        m = scrape(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
+        return m.get("taskqueue_completions_total", {}).get((("queue", "work"),), 0.0)
+
+    assert wait_for(lambda: completions() == 1, timeout=60), workers.stderr(proc)
+    assert tq.get(task_id).state == "done"

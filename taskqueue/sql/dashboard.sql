@@ -68,9 +68,15 @@ SELECT queue, min(run_at) AS oldest_run_at
 
 -- name: pool_waiting
 -- Queued tasks per pool, parked or not: the pools page only (a queued task's
--- pool is not in ix_tasks_claim, so this visits each queued task's row).
-SELECT pool, count(*) AS n FROM tasks
- WHERE state = 'queued' AND pool IS NOT NULL
+-- pool is not in ix_tasks_claim, so this visits each queued task's row). Two
+-- branches, so that each one's predicate matches a partial index; "state =
+-- 'queued'" alone matches neither and would read the whole table.
+SELECT pool, sum(n) AS n
+  FROM (SELECT pool, count(*) AS n FROM tasks
+         WHERE state = 'queued' AND NOT parked AND pool IS NOT NULL GROUP BY pool
+        UNION ALL
+        SELECT pool, count(*) FROM tasks
+         WHERE parked AND state = 'queued' GROUP BY pool) w
  GROUP BY pool;
 
 -- name: finished_per_minute
