@@ -8,7 +8,6 @@ single one keeps; a bulk action takes at most BULK tasks per request.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -107,8 +106,10 @@ async def bulk(request: Request) -> Response:
         return dashboard.error(request, str(exc), 400)
     acted, skipped = await blocking(_apply, dashboard, action, ids)
     dashboard.changed()
-    query = urlencode({"kind": kind, "fingerprint": fingerprint, "acted": acted, "skipped": skipped})
-    return RedirectResponse(f"/failures/group?{query}", status_code=303)
+    target = request.url_for("failure_group").include_query_params(
+        kind=kind, fingerprint=fingerprint, acted=acted, skipped=skipped
+    )
+    return RedirectResponse(target, status_code=303)
 
 
 routes = [

@@ -83,7 +83,7 @@ async def task_list(request: Request) -> Response:
             task_id = check_task_id(_optional_int(search.lstrip("#"), "id"))
         except ValidationError as exc:
             return dashboard.error(request, str(exc), 400)
-        return RedirectResponse(f"/tasks/{task_id}", status_code=303)
+        return RedirectResponse(request.url_for("task", task_id=task_id), status_code=303)
     return await _render_list(request, "tasks.html")
 
 
@@ -143,7 +143,8 @@ async def _act(request: Request, action: Any) -> Response:
     except TaskQueueError as exc:
         return dashboard.error(request, str(exc), 409)
     dashboard.changed()
-    return RedirectResponse(f"/tasks/{task_id}?done={outcome}", status_code=303)
+    target = request.url_for("task", task_id=task_id).include_query_params(done=outcome)
+    return RedirectResponse(target, status_code=303)
 
 
 async def cancel(request: Request) -> Response:
