@@ -185,3 +185,15 @@ def test_cli_worker_serves_metrics_on_its_port(tq: TaskQueue, workers: Any) -> N
 
     assert wait_for(lambda: completions() == 1, timeout=60), workers.stderr(proc)
     assert tq.get(task_id).state == "done"
+
+
+def test_a_worker_that_does_not_lead_maintenance_leaves_the_queue_gauges_to_the_leader(tq: TaskQueue) -> None:
+    from prometheus_client import generate_latest
+
+    tq.enqueue({}, queue="job")
+    worker = Worker(queues=["job"], capacity=3, name="follower", maintenance=False)
+    metrics = WorkerMetrics(worker, tq, cache_seconds=0.0)
+    m = scrape(generate_latest(metrics.registry).decode())
+    assert "taskqueue_tasks" not in m and "taskqueue_oldest_waiting_seconds" not in m
+    assert "taskqueue_metrics_collect_seconds" in m
+    assert "taskqueue_summary_read_seconds" not in m  # nothing was read from the database
