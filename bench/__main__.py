@@ -12,7 +12,7 @@ import sys
 
 from . import common
 
-SCENARIOS = ("worst_case", "pools", "drain", "enqueue", "limit", "churn", "report")
+SCENARIOS = ("shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "report")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=None, help="length of each timed phase")
     parser.add_argument("--dsn", default=common.DEFAULT_DSN, help="libpq DSN (database created if missing)")
     parser.add_argument("--churn-rows", type=int, default=None, help="report only: size of the churn run")
+    parser.add_argument("--only", default=None, help="shapes only: comma-separated shape names")
     parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
     ns = parser.parse_args(argv)
     if ns.scenario == "report" and ns.render:
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         report.render(ns.render)
         return 0
     dsn = common.ensure_database(ns.dsn)
-    opts = common.Options(dsn=dsn, rows=ns.rows, seconds=ns.seconds, churn_rows=ns.churn_rows)
+    opts = common.Options(dsn=dsn, rows=ns.rows, seconds=ns.seconds, churn_rows=ns.churn_rows, only=ns.only)
     module = importlib.import_module(f"bench.{ns.scenario}")
     result = module.run(opts)
     result.setdefault("server", common.server_facts(dsn))

@@ -32,6 +32,7 @@ class Options:
     rows: int | None
     seconds: float | None
     churn_rows: int | None = None
+    only: str | None = None
 
 
 def with_dbname(dsn: str, dbname: str) -> str:

@@ -11,6 +11,8 @@ import uuid
 from typing import Any
 
 from sqlalchemy import (
+    Computed,
+    SmallInteger,
     BigInteger,
     CheckConstraint,
     DateTime,
@@ -38,6 +40,7 @@ NAMING_CONVENTION = {
 
 # Kept as one literal so the partial indexes and the claim SQL cannot drift apart.
 ACTIVE_STATES_SQL = "state IN ('queued', 'scheduled', 'running')"
+CLAIMABLE_SQL = "state = 'queued' AND NOT parked"
 
 
 class Base(DeclarativeBase):
@@ -63,16 +66,14 @@ class TaskRow(Base):
             "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
         ),
         CheckConstraint("estimate IS NULL OR (estimate >= 0 AND estimate < 'Infinity')", name="estimate_finite"),
-        # The claim index: one probe per (queue, priority, required level).
-        # Parked tasks (queued in a full pool) are left out until the pool has room.
-        Index(
-            "ix_tasks_claim",
-            "queue",
-            "priority",
-            "required",
-            "id",
-            postgresql_where=text("state = 'queued' AND NOT parked"),
-        ),
+        # The claim indexes (see claim_tasks.v3.sql). Parked tasks (queued in
+        # a full pool) are left out until the pool has room.
+        # Claim order, for the window at the head.
+        Index("ix_tasks_claim", "queue", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
+        # Each required bucket's best task in one probe.
+        Index("ix_tasks_fit", "queue", "bucket", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
+        # The boundary bucket's fitting range, one probe per distinct value.
+        Index("ix_tasks_fit_exact", "queue", "required", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
         Index("ix_tasks_parked", "pool", postgresql_where=text("parked AND state = 'queued'")),
         Index("ix_tasks_scheduled", "run_at", postgresql_where=text("state = 'scheduled'")),
         Index("ix_tasks_running", "lease_expires_at", postgresql_where=text("state = 'running'")),
@@ -120,6 +121,7 @@ class TaskRow(Base):
     dedupe_key: Mapped[str | None] = mapped_column(Text, comment="While the task is active, enqueue with the same (queue, key) returns this id.")
     result: Mapped[Any | None] = mapped_column(JSONB, comment="The handler's return value.")
     error: Mapped[str | None] = mapped_column(Text, comment="Text of the last failure.")
+    bucket: Mapped[int] = mapped_column(SmallInteger, Computed("required_bucket(required)", persisted=True), comment="required_bucket(required): exact below 16, four per doubling above; kept by PostgreSQL.")
     parked: Mapped[bool] = mapped_column(server_default=text("false"), comment="Queued in a full pool and left out of ix_tasks_claim until the pool has room.")
     estimate: Mapped[float | None] = mapped_column(Double, comment="Expected run time in seconds, given at enqueue; NULL: use the queue's learnt estimate.")
 

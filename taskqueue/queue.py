@@ -234,13 +234,16 @@ class TaskQueue:
     ) -> Task | None:
         """What ``claim`` would return now, without claiming it.
 
-        It runs the very same claim and rolls it back, so it can never drift
-        from the real rule (pools, fit, order included).
+        The claim function itself answers, in peek mode: the same search, so it
+        cannot drift from the real rule (pools, fit, order), but read-only. It
+        locks no row, writes nothing (no promotion, no parking) and waits on no
+        lock; it runs in a READ ONLY transaction to prove it.
         """
         available = check_available(available)
         queue_list = check_queues(queues)
         descending = check_order(order) == "max"
         with self.engine.connect() as conn:
+            self.store.read_only(conn)
             tasks = self.store.claim(
                 conn,
                 available=available,
@@ -249,11 +252,9 @@ class TaskQueue:
                 worker="peek",
                 lease=DEFAULT_LEASE,
                 descending=descending,
+                peek=True,
             )
-            conn.rollback()
-            if not tasks:
-                return None
-            task = self.store.get(conn, tasks[0].id)
+            task = self.store.get(conn, tasks[0].id) if tasks else None
             conn.rollback()
         return task
 

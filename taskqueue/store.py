@@ -256,6 +256,7 @@ class Store:
         worker: str,
         lease: float,
         descending: bool,
+        peek: bool = False,
     ) -> list[Task]:
         rows = conn.execute(
             Q["claim_tasks"],
@@ -266,6 +267,7 @@ class Store:
                 "worker": worker,
                 "lease": lease,
                 "descending": descending,
+                "peek": peek,
             },
         ).mappings()
         return [_task_from_row(r) for r in rows]
@@ -375,6 +377,9 @@ class Store:
 
     def database_now(self, conn: Connection) -> dt.datetime:
         return conn.execute(Q["database_now"]).first().now
+
+    def read_only(self, conn: Connection) -> None:
+        conn.execute(Q["set_read_only"])
 
     def set_local_lock_timeout(self, conn: Connection, milliseconds: int) -> None:
         conn.execute(Q["set_local_lock_timeout"], {"timeout": f"{int(milliseconds)}ms"})

@@ -93,7 +93,8 @@ SELECT id, queue, payload, priority, required, pool, state, attempts, max_attemp
        run_at, created_at, worker, lease_expires_at, result, error, dedupe_key,
        started_at, finished_at, cancel_requested, lease_seconds, lease_token
   FROM claim_tasks(CAST(:available AS bigint), CAST(:limit AS integer), CAST(:queues AS text[]),
-                   CAST(:worker AS text), CAST(:lease AS double precision), CAST(:descending AS boolean));
+                   CAST(:worker AS text), CAST(:lease AS double precision), CAST(:descending AS boolean),
+                   CAST(:peek AS boolean));
 
 -- name: heartbeat_task
 -- Extends a lease only for the holder of the current claim (token match).
@@ -407,6 +408,10 @@ SELECT * FROM invariant_overdue_scheduled ORDER BY task_id;
 
 -- name: check_parked_in_open_pool
 SELECT * FROM invariant_parked_in_open_pool ORDER BY task_id;
+
+-- name: set_read_only
+-- The rest of this transaction may not write (peek proves it writes nothing).
+SET TRANSACTION READ ONLY;
 
 -- name: set_local_lock_timeout
 -- Repair: wait at most this long for any lock, for this transaction only, so

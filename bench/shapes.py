@@ -1,0 +1,240 @@
+"""The fit claim on adversarial shapes of data, against the naive query (issue #9).
+
+Every shape is a backlog of N queued tasks in one queue, built to hurt some
+design: many distinct sizes (MB), many distinct priorities (deadlines), both,
+sizes that fall or rise with id, tasks sized just above what is available, a
+few huge levels, pools of which half are full, and ``order="max"``.
+
+Each shape is measured side by side in one run:
+- **naive**: bare SQL through psycopg (``WHERE state = 'queued' AND required
+  <= A ORDER BY priority, id FOR UPDATE SKIP LOCKED LIMIT 1`` over its own
+  ``(priority, id)`` index), then the same task marked done, each its own
+  transaction. With pools it also skips full pools (NOT EXISTS), so it does
+  what ours does.
+- **ours**: ``TaskQueue.claim(available=A)`` + ``complete()``.
+Both with 1 and with 8 consumer processes; then ours' claim p99 at a 10k
+backlog of the same shape against the full one, and ``claim_many(limit=100)``
+per task claimed. Claimed rows are put back between phases.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from . import common
+
+DEFAULT_ROWS = 1_000_000
+SMALL_ROWS = 10_000
+CLIENTS = 8
+SCHEMA = "bench_shapes"
+SMALL_SCHEMA = "bench_shapes_small"
+NAIVE_INDEX = "CREATE INDEX bench_naive ON tasks (priority, id) WHERE state = 'queued'"
+POOLS = 200  # pools p0..p199; the even ones have limit 0 (full)
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    what: str
+    priority: str  # SQL over g (1..N) and n (N)
+    required: str
+    available: int | tuple[int, int]  # a constant, or uniform per claim
+    order: str = "min"
+    pools: bool = False
+    hard: bool = False  # the naive query must walk past most rows: target 100x
+
+
+MB = "1 + ((g * 7919) %% 1000000)"
+SHAPES = [
+    Shape("seed000", "priorities 0..9; only priority 9 (0.5%) fits",
+          "CASE WHEN g %% 200 = 0 THEN 9 ELSE (g * 31) %% 9 END",
+          "CASE WHEN g %% 200 = 0 THEN 1 + (g / 200) %% 10 ELSE 11 + (g * 7919) %% 90 END", 10, hard=True),
+    Shape("mb_half", "one priority; required 1..1M (MB); half fit", "0", MB, 500_000),
+    Shape("mb_few", "one priority; required 1..1M; 2% fit", "0", MB, 20_000),
+    Shape("deadlines", "every task its own priority; 99% need 5..64; the 1% needing 1..4 hold the worst priorities",
+          "g", "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, hard=True),
+    Shape("both", "priorities 0..999 and required 1..10,000; available uniform per claim",
+          "(g * 7919) %% 1000", "1 + (g * 104729) %% 10000", (1, 10_000)),
+    Shape("falling", "one priority; required falls as id grows; the newest 1% fit",
+          "0", "1 + (n - g) * 1000000 / n", 10_000, hard=True),
+    Shape("rising", "one priority; required rises with id; the oldest half fit", "0", "1 + g * 1000000 / n", 500_000),
+    Shape("just_above", "priorities 0..8 need available+1..+3; the 1% at priority 9 need available",
+          "CASE WHEN g %% 100 = 0 THEN 9 ELSE (g * 31) %% 9 END",
+          "CASE WHEN g %% 100 = 0 THEN 500000 ELSE 500001 + g %% 3 END", 500_000, hard=True),
+    Shape("just_above_mixed", "priorities 0..9; 99% need available+1..+3; 1% (spread) need available",
+          "(g * 31) %% 10", "CASE WHEN g %% 100 = 0 THEN 500000 ELSE 500001 + g %% 3 END", 500_000),
+    Shape("huge_levels", "levels 1,000 / 1M / 2^30 at priorities 0..8; the 1% of size 1 at priority 9",
+          "CASE WHEN g %% 100 = 0 THEN 9 ELSE (g * 31) %% 9 END",
+          "CASE WHEN g %% 100 = 0 THEN 1 WHEN g %% 3 = 0 THEN 1000 WHEN g %% 3 = 1 THEN 1000000 ELSE 1073741824 END",
+          999, hard=True),
+    Shape("deadlines_max", "order=max; every task its own priority; the 1% that fit hold the lowest priorities",
+          "g", "CASE WHEN g <= n * 0.01 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, order="max", hard=True),
+    Shape("mb_half_pools", "mb_half, each task in one of 200 pools, half of them full", "0", MB, 500_000, pools=True),
+    Shape("deadlines_pools", "deadlines, 200 pools, half of them full",
+          "g", "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, pools=True, hard=True),
+]
+
+SEED = """
+INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
+SELECT 'default', '{{}}'::jsonb, {priority}, {required},
+       CASE WHEN %(pools)s THEN 'p' || (g * 13) %% {npools} END, 'queued', 3
+  FROM generate_series(1::bigint, %(n)s) g, (SELECT %(n)s::bigint AS n) c
+"""
+RESET = """
+UPDATE tasks SET state = 'queued', attempts = 0, worker = NULL, lease_token = NULL, lease_seconds = NULL,
+       lease_expires_at = NULL, started_at = NULL, finished_at = NULL, parked = false
+ WHERE state <> 'queued' OR parked
+"""
+NAIVE = """
+WITH c AS MATERIALIZED (
+    SELECT id FROM tasks t
+     WHERE state = 'queued' AND required <= %(a)s
+       AND (NOT %(pools)s OR NOT EXISTS (SELECT 1 FROM pools p WHERE p.name = t.pool
+                                           AND p.running_limit IS NOT NULL AND p.running >= p.running_limit))
+     ORDER BY {order} LIMIT 1 FOR UPDATE SKIP LOCKED)
+UPDATE tasks t SET state = 'running', attempts = t.attempts + 1, started_at = now(), worker = 'naive',
+       lease_token = gen_random_uuid(), lease_seconds = 60, lease_expires_at = now() + interval '60 seconds'
+  FROM c WHERE t.id = c.id
+RETURNING t.id
+"""
+NAIVE_DONE = """
+UPDATE tasks SET state = 'done', finished_at = now(), lease_token = NULL, lease_expires_at = NULL WHERE id = %s
+"""
+
+
+def seed(dsn: str, schema: str, shape: Shape, rows: int) -> None:
+    common.fresh_queue(dsn, schema).close()
+    sql = SEED.format(priority=shape.priority, required=shape.required, npools=POOLS)
+    statements: list[str | tuple[str, Any]] = [(sql, {"n": rows, "pools": shape.pools})]
+    if shape.pools:
+        statements.append(("INSERT INTO pools (name, running_limit) SELECT 'p' || g, CASE WHEN g %% 2 = 0 THEN 0 END "
+                           "FROM generate_series(0, %s) g ON CONFLICT (name) DO UPDATE SET running_limit = "
+                           "excluded.running_limit", (POOLS - 1,)))
+    statements.append("VACUUM ANALYZE tasks")
+    common.execute(dsn, schema, *statements)
+
+
+def reset(dsn: str, schema: str) -> None:
+    common.execute(dsn, schema, RESET, "UPDATE pools SET running = 0", "VACUUM ANALYZE tasks")
+
+
+def _available(shape: Shape, rng: random.Random) -> int:
+    if isinstance(shape.available, tuple):
+        return rng.randint(*shape.available)
+    return shape.available
+
+
+def _naive_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
+    shape: Shape = args["shape"]
+    order = "priority DESC, id" if shape.order == "max" else "priority, id"
+    rng = random.Random(idx)
+    with psycopg.connect(args["dsn"]) as conn:
+        conn.execute("SELECT set_config('search_path', %s, false)", (f'"{args["schema"]}"',))
+        conn.commit()
+        stop = common.ready(counter, sync)
+        n = 0
+        while not stop.is_set() and n < args["cap"]:
+            row = conn.execute(NAIVE.format(order=order), {"a": _available(shape, rng), "pools": shape.pools}).fetchone()
+            conn.commit()
+            if row is None:
+                break
+            conn.execute(NAIVE_DONE, (row[0],))
+            conn.commit()
+            n += 1
+            counter.value = n
+    return {"count": n}
+
+
+def _ours_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
+    from taskqueue import TaskQueue
+
+    shape: Shape = args["shape"]
+    rng = random.Random(idx)
+    tq = TaskQueue(args["dsn"], schema=args["schema"], pool_size=1, max_overflow=0)
+    tq.peek(available=1)
+    stop = common.ready(counter, sync)
+    n, lat = 0, []
+    while not stop.is_set() and n < args["cap"]:
+        a = _available(shape, rng)
+        t0 = time.perf_counter()
+        task = tq.claim(available=a, worker=f"ours-{idx}", order=shape.order)  # type: ignore[arg-type]
+        lat.append(time.perf_counter() - t0)
+        if task is None:
+            break
+        if task.required > a:
+            raise RuntimeError(f"claimed {task!r} with available={a}")
+        tq.complete(task)
+        n += 1
+        counter.value = n
+    tq.close()
+    return {"count": n, "lat": lat}
+
+
+def _phase(fn: Any, clients: int, args: dict[str, Any], label: str, seconds: float) -> tuple[float, list[float]]:
+    elapsed, res, count = common.run_clients(fn, clients, args, label=label, total=seconds, seconds=seconds)
+    return count / elapsed, [x for r in res for x in r.get("lat", [])]
+
+
+def claim_latency(dsn: str, schema: str, shape: Shape, samples: int, limit: int = 1) -> dict[str, float]:
+    """One consumer: ``samples`` claims (or claim_many of ``limit``) timed alone, then put back."""
+    from taskqueue import TaskQueue
+
+    rng = random.Random(7)
+    lat: list[float] = []
+    with TaskQueue(dsn, schema=schema, pool_size=1) as tq:
+        tq.peek(available=1)
+        for _ in range(samples):
+            a = _available(shape, rng)
+            t0 = time.perf_counter()
+            got = tq.claim_many(available=a, limit=limit, order=shape.order)  # type: ignore[arg-type]
+            lat.append((time.perf_counter() - t0) / max(1, len(got)))
+            if not got:
+                break
+            tq.complete_many([(t, None) for t in got])
+    reset(dsn, schema)
+    return common.latency_summary(lat)
+
+
+def measure(dsn: str, shape: Shape, rows: int, seconds: float) -> dict[str, Any]:
+    common.console.log(f"shapes: {shape.name}: seeding {rows:,} rows")
+    seed(dsn, SCHEMA, shape, rows)
+    cap = max(1, rows // 4 // CLIENTS)
+    args = {"dsn": dsn, "schema": SCHEMA, "shape": shape, "cap": cap}
+    out: dict[str, Any] = {"shape": shape.name, "what": shape.what, "rows": rows, "hard": shape.hard}
+    for clients in (1, CLIENTS):
+        common.execute(dsn, SCHEMA, NAIVE_INDEX, "ANALYZE tasks")
+        naive, _ = _phase(_naive_client, clients, args, f"{shape.name} naive x{clients}", seconds)
+        common.execute(dsn, SCHEMA, "DROP INDEX bench_naive")
+        reset(dsn, SCHEMA)
+        ours, lat = _phase(_ours_client, clients, args, f"{shape.name} ours x{clients}", seconds)
+        reset(dsn, SCHEMA)
+        out[f"x{clients}"] = {"naive_per_s": naive, "ours_per_s": ours, "ratio": common.ratio(ours, naive),
+                              "ours_claim": common.latency_summary(lat)}
+    big = claim_latency(dsn, SCHEMA, shape, 500)
+    batch_big = claim_latency(dsn, SCHEMA, shape, 20, limit=100)
+    seed(dsn, SMALL_SCHEMA, shape, min(SMALL_ROWS, rows))
+    small = claim_latency(dsn, SMALL_SCHEMA, shape, 500)
+    batch_small = claim_latency(dsn, SMALL_SCHEMA, shape, 20, limit=100)
+    common.drop_schema(dsn, SMALL_SCHEMA)
+    out["p99_ms"] = {"small": small["p99_ms"], "big": big["p99_ms"]}
+    out["p99_growth"] = common.ratio(big["p99_ms"], small["p99_ms"])
+    out["batch_p99_ms_per_task"] = {"small": batch_small["p99_ms"], "big": batch_big["p99_ms"]}
+    out["batch_p99_growth"] = common.ratio(batch_big["p99_ms"], batch_small["p99_ms"])
+    target = 100.0 if shape.hard else 0.8
+    out["target_ratio"] = target
+    out["met"] = all(out[f"x{c}"]["ratio"] >= target for c in (1, CLIENTS)) and out["p99_growth"] <= 1.5
+    return out
+
+
+def run(opts: common.Options) -> dict[str, Any]:
+    rows = opts.rows or DEFAULT_ROWS
+    seconds = opts.seconds or 5.0
+    wanted = set(opts.only.split(",")) if getattr(opts, "only", None) else None
+    results = [measure(opts.dsn, s, rows, seconds) for s in SHAPES if wanted is None or s.name in wanted]
+    common.drop_schema(opts.dsn, SCHEMA)
+    return {"scenario": "shapes", "rows": rows, "seconds_per_phase": seconds, "clients": CLIENTS, "shapes": results}
