@@ -13,7 +13,7 @@ SELECT now() AS now;
 -- name: live_counts
 -- Live tasks and failed ones per (queue, state, priority), each branch from
 -- one partial index: queued from ix_tasks_claim (an index-only scan: its key
--- holds queue and priority), parked from ix_tasks_parked (with their pool),
+-- is queue, priority, id), parked from ix_tasks_parked (with their pool),
 -- scheduled from ix_tasks_scheduled, running from ix_tasks_running, failed
 -- from ix_tasks_errored (index-only). A due scheduled task counts as queued,
 -- as get_task shows it. No branch reads the finished history.
@@ -39,24 +39,24 @@ SELECT queue, 'failed', priority, NULL, count(*)
 
 -- name: oldest_waiting
 -- Per queue, the earliest run_at among the tasks next in line: the head
--- (smallest id) of each (queue, priority, required) run of ix_tasks_claim,
--- found by a loose index scan (one probe per run, as claim_tasks walks it),
--- plus the parked tasks and the due scheduled ones. Tasks are taken in id
--- order within a run, so a run's head is the task that has waited longest
--- unless a retried or delayed task behind it became due earlier; reading
--- every queued row to catch that would cost a heap visit per waiting task.
+-- (smallest id) of each (queue, priority) line of ix_tasks_claim, the order
+-- claims take them in, found by a loose index scan (one probe per line), plus
+-- the parked tasks and the due scheduled ones. A line's head has waited
+-- longest unless a retried or delayed task behind it became due earlier;
+-- reading every queued row to catch that would cost a heap visit per waiting
+-- task.
 WITH RECURSIVE heads AS (
-    (SELECT queue, priority, required, id FROM tasks
+    (SELECT queue, priority, id FROM tasks
       WHERE state = 'queued' AND NOT parked
-      ORDER BY queue, priority, required, id LIMIT 1)
+      ORDER BY queue, priority, id LIMIT 1)
     UNION ALL
-    SELECT n.queue, n.priority, n.required, n.id
+    SELECT n.queue, n.priority, n.id
       FROM heads h
      CROSS JOIN LATERAL (
-           SELECT t.queue, t.priority, t.required, t.id FROM tasks t
+           SELECT t.queue, t.priority, t.id FROM tasks t
             WHERE t.state = 'queued' AND NOT t.parked
-              AND (t.queue, t.priority, t.required) > (h.queue, h.priority, h.required)
-            ORDER BY t.queue, t.priority, t.required, t.id LIMIT 1) n
+              AND (t.queue, t.priority) > (h.queue, h.priority)
+            ORDER BY t.queue, t.priority, t.id LIMIT 1) n
 )
 SELECT queue, min(run_at) AS oldest_run_at
   FROM (SELECT t.queue, t.run_at FROM heads h JOIN tasks t ON t.id = h.id
