@@ -12,7 +12,7 @@ import sys
 
 from . import common
 
-SCENARIOS = ("shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "report")
+SCENARIOS = ("shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "report")
 
 
 def main(argv: list[str] | None = None) -> int:

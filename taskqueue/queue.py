@@ -137,9 +137,14 @@ class TaskQueue:
         delay: float | None = None,
         max_attempts: int = 3,
         dedupe_key: str | None = None,
+        estimate: float | None = None,
         connection: Connection | Session | None = None,
     ) -> int:
-        """Add one task and return its id (or the id of the active task holding ``dedupe_key``)."""
+        """Add one task and return its id (or the id of the active task holding ``dedupe_key``).
+
+        ``estimate``: expected run time in seconds, for the scheduling policies
+        (default: what the queue's finished tasks took, learnt on completion).
+        """
         spec = build_spec(
             payload,
             queue=queue,
@@ -150,6 +155,7 @@ class TaskQueue:
             delay=delay,
             max_attempts=max_attempts,
             dedupe_key=dedupe_key,
+            estimate=estimate,
         )
         with self._single_statement(connection) as conn:
             task_id, _inserted = self.store.enqueue_task(conn, spec)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .errors import ValidationError
 from .scheduling import POLICIES
 from .spec import check_name
-from .store_registry import RegistryStore
+from .store_registry import RegistryStore, WaitingHead
 from .task import Reservation, WorkerInfo
 
 if TYPE_CHECKING:
@@ -85,6 +85,11 @@ class Registry:
     def clear(self) -> None:
         with self.tq.engine.begin() as conn:
             self.store.clear_reservation(conn, self.name)
+
+    def waiting_heads(self, *, queues: Sequence[str] | None, limit: int, descending: bool) -> list[WaitingHead]:
+        """The head of the queue in claim order, with reservations and learnt run times (read-only)."""
+        with self.tq.engine.connect() as conn:
+            return self.store.waiting_heads(conn, queues=queues, limit=limit, descending=descending)
 
     def reservations(self) -> list[Reservation]:
         with self.tq.engine.begin() as conn:

@@ -29,7 +29,7 @@ MAX_LEASE_SECONDS = 7 * 24 * 3600.0
 ORDERS = ("min", "max")
 
 ENQUEUE_KEYS = frozenset(
-    {"payload", "queue", "priority", "required", "pool", "run_at", "delay", "max_attempts", "dedupe_key"}
+    {"payload", "queue", "priority", "required", "pool", "run_at", "delay", "max_attempts", "dedupe_key", "estimate"}
 )
 
 
@@ -46,6 +46,7 @@ class TaskSpec:
     delay: float | None
     max_attempts: int
     dedupe_key: str | None
+    estimate: float | None = None  # expected run time in seconds; None: the queue's learnt estimate
 
 
 #: One encoder for every payload: json.dumps with options builds a new one per call.
@@ -265,6 +266,7 @@ def build_spec(
     delay: Any = None,
     max_attempts: Any = 3,
     dedupe_key: Any = None,
+    estimate: Any = None,
 ) -> TaskSpec:
     """Validate the arguments of ``enqueue``; raise ``ValidationError`` naming the field."""
     payload_json = encode_json(payload, "payload")
@@ -283,7 +285,9 @@ def build_spec(
             raise ValidationError("run_at", "must be timezone-aware (naive datetimes are ambiguous)")
     if delay is not None:
         delay = check_number(delay, "delay", minimum=0.0, maximum=MAX_DELAY_SECONDS)
-    return TaskSpec(payload_json, queue, priority, required, pool, run_at, delay, max_attempts, dedupe_key)
+    if estimate is not None:
+        estimate = check_number(estimate, "estimate", minimum=0.0, maximum=MAX_DELAY_SECONDS)
+    return TaskSpec(payload_json, queue, priority, required, pool, run_at, delay, max_attempts, dedupe_key, estimate)
 
 
 def build_spec_from_mapping(spec: Any, index: int) -> TaskSpec:
@@ -320,6 +324,7 @@ class TaskBatch:
     run_ats: list[dt.datetime | None] = field(default_factory=list)
     delays: list[float | None] = field(default_factory=list)
     dedupe_keys: list[str | None] = field(default_factory=list)
+    estimates: list[float | None] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.payloads)
@@ -334,13 +339,14 @@ class TaskBatch:
         self.run_ats.append(spec.run_at)
         self.delays.append(spec.delay)
         self.dedupe_keys.append(spec.dedupe_key)
+        self.estimates.append(spec.estimate)
 
     def specs(self) -> list[TaskSpec]:
         return [
             TaskSpec(*row)
             for row in zip(
                 self.payloads, self.queues, self.priorities, self.requireds, self.pools,
-                self.run_ats, self.delays, self.max_attempts, self.dedupe_keys,
+                self.run_ats, self.delays, self.max_attempts, self.dedupe_keys, self.estimates,
             )
         ]
 
@@ -352,6 +358,10 @@ class TaskBatch:
     def has_times(self) -> bool:
         """Whether any task gave run_at or delay (else every task runs from now())."""
         return any(at is not None for at in self.run_ats) or any(d is not None for d in self.delays)
+
+    @property
+    def has_estimates(self) -> bool:
+        return any(e is not None for e in self.estimates)
 
 
 def _name_ok(value: Any, seen: set[str]) -> bool:
@@ -370,7 +380,7 @@ def build_batch(items: Sequence[Any]) -> TaskBatch:
     """Validate every entry of ``enqueue_many``; the first bad one raises, naming its index.
 
     Entries of exact, plain types are checked inline; anything else (and every
-    entry with run_at or delay) goes through ``build_spec_from_mapping``, so
+    entry with run_at, delay or estimate) goes through ``build_spec_from_mapping``, so
     both ways accept and reject exactly the same input.
     """
     batch = TaskBatch()
@@ -396,6 +406,7 @@ def build_batch(items: Sequence[Any]) -> TaskBatch:
                 and (dedupe_key is None or _name_ok(dedupe_key, seen))
                 and get("run_at") is None
                 and get("delay") is None
+                and get("estimate") is None
             ):
                 batch.payloads.append(payload)
                 batch.queues.append(queue)
@@ -406,6 +417,7 @@ def build_batch(items: Sequence[Any]) -> TaskBatch:
                 batch.run_ats.append(None)
                 batch.delays.append(None)
                 batch.dedupe_keys.append(dedupe_key)
+                batch.estimates.append(None)
                 continue
         batch.append(build_spec_from_mapping(spec, index))
     return batch

@@ -70,6 +70,7 @@ def _task_from_row(row: RowMapping) -> Task:
         finished_at=row["finished_at"],
         cancel_requested=row["cancel_requested"],
         lease_seconds=row["lease_seconds"],
+        estimate=row.get("estimate"),
         lease_token=None if token is None else str(token),
     )
 
@@ -129,6 +130,7 @@ class Store:
             "run_at": spec.run_at,
             "delay": spec.delay,
             "dedupe_key": spec.dedupe_key,
+            "estimate": spec.estimate,
             "channel": self.channel,
         }
         driver = conn.connection.driver_connection
@@ -157,13 +159,13 @@ class Store:
         now: dt.datetime = row.now
         ids: list[int] = row.ids
         columns = (ids, batch.queues, batch.payloads, batch.priorities, batch.requireds, batch.pools)
-        if batch.has_times:
+        if batch.has_times or batch.has_estimates:
             ats = [
                 at if at is not None else now if delay is None else now + dt.timedelta(seconds=delay)
                 for at, delay in zip(batch.run_ats, batch.delays)
             ]
             states = ["scheduled" if at > now else "queued" for at in ats]
-            statement, rows = SQL["copy_tasks"], zip(*columns, states, batch.max_attempts, ats)
+            statement, rows = SQL["copy_tasks"], zip(*columns, states, batch.max_attempts, ats, batch.estimates)
         else:
             states = ["queued"] * len(batch)
             statement, rows = SQL["copy_tasks_now"], zip(*columns, states, batch.max_attempts)
@@ -204,6 +206,7 @@ class Store:
                     "run_ats": [s.run_at for s in batch],
                     "delays": [s.delay for s in batch],
                     "dedupe_keys": [s.dedupe_key for s in batch],
+                    "estimates": [s.estimate for s in batch],
                 },
             ).all()
             inserted_keys = {(r.queue, r.dedupe_key) for r in rows if r.dedupe_key is not None}

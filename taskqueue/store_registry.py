@@ -8,11 +8,25 @@ Like the store, it never commits: callers own the transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection, Row
 
 from .store import Q
 from .task import Reservation, WorkerInfo
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingHead:
+    """A claimable task at the head of the queue, as a scheduling policy needs it."""
+
+    id: int
+    queue: str
+    priority: int
+    required: int
+    estimate: float | None  # given at enqueue
+    learnt: float | None  # its queue's learnt run time
+    reserved_by: str | None  # the live worker holding capacity back for it, if any
 
 
 class RegistryStore:
@@ -68,6 +82,20 @@ class RegistryStore:
 
     def clear_reservation(self, conn: Connection, worker: str) -> None:
         conn.execute(Q["clear_reservation"], {"worker": worker})
+
+    def waiting_heads(
+        self, conn: Connection, *, queues: Sequence[str] | None, limit: int, descending: bool
+    ) -> list[WaitingHead]:
+        rows = conn.execute(
+            Q["waiting_heads"],
+            {"queues": None if queues is None else list(queues), "limit": limit, "descending": descending},
+        )
+        return [WaitingHead(r.id, r.queue, r.priority, r.required, r.estimate, r.learnt, r.reserved_by) for r in rows]
+
+    def learnt_estimates(self, conn: Connection, queues: Sequence[str] | None) -> dict[str, float]:
+        """Each queue's learnt run time in seconds (queues with no finished task are absent)."""
+        rows = conn.execute(Q["queue_estimates"], {"queues": None if queues is None else list(queues)})
+        return {r.queue: float(r.seconds) for r in rows}
 
     def reservations(self, conn: Connection) -> list[Reservation]:
         """Live workers' reservations, oldest first (the first holder of a task owns it)."""

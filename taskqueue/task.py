@@ -39,6 +39,7 @@ class Task:
     finished_at: dt.datetime | None = None
     cancel_requested: bool = False
     lease_seconds: float | None = None
+    estimate: float | None = None  # expected run time in seconds, as given at enqueue
     lease_token: str | None = field(default=None, repr=False)
 
     @property

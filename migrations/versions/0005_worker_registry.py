@@ -1,7 +1,7 @@
 """Worker registry, reservations, task estimates and the learnt per-queue estimate.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-23
 
 Workers see each other so that a fleet can schedule fairly (seed 003): each
@@ -18,8 +18,10 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
+from taskqueue.migrate import load_sql_objects
+
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
@@ -90,8 +92,10 @@ def upgrade() -> None:
     op.execute("ALTER TABLE workers SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0)")
     op.execute("ALTER TABLE reservations SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0)")
     op.execute("ALTER TABLE queue_estimates SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0)")
+    load_sql_objects(op.get_bind(), "waiting_heads.v1")
 
 def downgrade() -> None:
+    op.execute(sa.text("DROP FUNCTION IF EXISTS waiting_heads(text[], integer, boolean)"))
     op.drop_table("queue_estimates")
     op.drop_index("ix_reservations_task_id", table_name="reservations")
     op.drop_table("reservations")

@@ -15,10 +15,10 @@ WITH new_pool AS (
     SELECT CAST(:pool AS text) WHERE CAST(:pool AS text) IS NOT NULL
     ON CONFLICT (name) DO NOTHING
 ), new_task AS (
-    INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key)
+    INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key, estimate)
     SELECT :queue, CAST(:payload AS jsonb), :priority, :required, :pool,
            CASE WHEN r.at > now() THEN 'scheduled' ELSE 'queued' END,
-           :max_attempts, r.at, :dedupe_key
+           :max_attempts, r.at, :dedupe_key, CAST(:estimate AS double precision)
       FROM (SELECT COALESCE(CAST(:run_at AS timestamptz),
                             now() + make_interval(secs => COALESCE(CAST(:delay AS double precision), 0))) AS at) r
     ON CONFLICT (queue, dedupe_key)
@@ -39,8 +39,9 @@ SELECT now() AS now,
 -- name: copy_tasks
 -- enqueue_many's fast path, for batches without dedupe keys (COPY has no
 -- ON CONFLICT): several times the rate of INSERT ... SELECT FROM unnest.
--- Ids come from reserve_task_ids, so they can go back to the caller.
-COPY tasks (id, queue, payload, priority, required, pool, state, max_attempts, run_at) FROM STDIN;
+-- Ids come from reserve_task_ids, so they can go back to the caller. Also
+-- used for batches that give estimates (copy_tasks_now stays the lean path).
+COPY tasks (id, queue, payload, priority, required, pool, state, max_attempts, run_at, estimate) FROM STDIN;
 
 -- name: copy_tasks_now
 -- copy_tasks for a batch in which no task gave run_at or delay: run_at takes
@@ -51,16 +52,17 @@ COPY tasks (id, queue, payload, priority, required, pool, state, max_attempts) F
 -- name: insert_tasks
 -- A batch from parallel arrays, one round trip. Ids are drawn in the order of
 -- the arrays (ORDER BY ord), so sorting the returned ids restores that order.
-INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key)
+INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts, run_at, dedupe_key, estimate)
 SELECT s.queue, CAST(s.payload AS jsonb), s.priority, s.required, s.pool,
        CASE WHEN s.at > now() THEN 'scheduled' ELSE 'queued' END,
-       s.max_attempts, s.at, s.dedupe_key
+       s.max_attempts, s.at, s.dedupe_key, s.estimate
   FROM (SELECT u.*, COALESCE(u.run_at, now() + make_interval(secs => COALESCE(u.delay, 0))) AS at
           FROM unnest(CAST(:queues AS text[]), CAST(:payloads AS text[]), CAST(:priorities AS integer[]),
                       CAST(:requireds AS integer[]), CAST(:pools AS text[]), CAST(:max_attempts AS integer[]),
                       CAST(:run_ats AS timestamptz[]), CAST(:delays AS double precision[]),
-                      CAST(:dedupe_keys AS text[]))
-               WITH ORDINALITY AS u(queue, payload, priority, required, pool, max_attempts, run_at, delay, dedupe_key, ord)
+                      CAST(:dedupe_keys AS text[]), CAST(:estimates AS double precision[]))
+               WITH ORDINALITY AS u(queue, payload, priority, required, pool, max_attempts, run_at, delay, dedupe_key,
+                                    estimate, ord)
          ORDER BY u.ord) s
  ORDER BY s.ord
 ON CONFLICT (queue, dedupe_key)
@@ -91,7 +93,7 @@ SELECT pg_notify(:channel, '');
 -- newest version is the one in use).
 SELECT id, queue, payload, priority, required, pool, state, attempts, max_attempts,
        run_at, created_at, worker, lease_expires_at, result, error, dedupe_key,
-       started_at, finished_at, cancel_requested, lease_seconds, lease_token
+       started_at, finished_at, cancel_requested, lease_seconds, lease_token, estimate
   FROM claim_tasks(CAST(:available AS bigint), CAST(:limit AS integer), CAST(:queues AS text[]),
                    CAST(:worker AS text), CAST(:lease AS double precision), CAST(:descending AS boolean),
                    CAST(:peek AS boolean));
@@ -116,7 +118,10 @@ RETURNING t.id, t.lease_expires_at, t.cancel_requested;
 -- name: complete_task
 -- Ends the current claim as done (or cancelled if cancel was requested) and
 -- releases its pool slot in the same statement. The slot is released only
--- when the task row matched, so a second completion releases nothing.
+-- when the task row matched, so a second completion releases nothing. One
+-- task in eight (by id) adds its run time to the queue's learnt estimate (see
+-- complete_tasks): an upsert per completion added a fifth to this statement,
+-- and a sample of the same stream estimates the same mean.
 WITH done AS (
     UPDATE tasks
        SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,
@@ -125,7 +130,15 @@ WITH done AS (
            lease_token = NULL,
            lease_expires_at = NULL
      WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
-    RETURNING id, state, pool
+    RETURNING id, state, pool, queue, EXTRACT(EPOCH FROM finished_at - started_at) AS seconds
+), learnt AS (
+    INSERT INTO queue_estimates AS e (queue, slot, finished, mean_seconds)
+    SELECT done.queue, pg_backend_pid() % 8, 1, GREATEST(done.seconds, 0)
+      FROM done WHERE done.state = 'done' AND done.seconds IS NOT NULL AND done.id % 8 = 0
+    ON CONFLICT (queue, slot) DO UPDATE
+       SET finished = e.finished + 1,
+           mean_seconds = e.mean_seconds + (EXCLUDED.mean_seconds - e.mean_seconds) * 0.1,
+           updated_at = now()
 ), released AS (
     UPDATE pools p SET running = p.running - 1
       FROM done WHERE p.name = done.pool
@@ -141,15 +154,33 @@ SELECT done.id, done.state,
 -- commit, each matched on its own lease token (rows missing from the result
 -- lost their lease). The caller releases the pools of the returned rows in
 -- name order (lock_pools, release_pools), so batches cannot deadlock.
-UPDATE tasks t
-   SET state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'done' END,
-       result = CAST(c.result AS jsonb),
-       finished_at = now(),
-       lease_token = NULL,
-       lease_expires_at = NULL
-  FROM unnest(CAST(:ids AS bigint[]), CAST(:tokens AS uuid[]), CAST(:results AS text[])) AS c(id, token, result)
- WHERE t.id = c.id AND t.lease_token = c.token AND t.state = 'running'
-RETURNING t.id, t.state, t.pool;
+-- The batch's run times (finished_at - started_at of the tasks done) fold
+-- into the queue's learnt estimate, one row per queue and slot: an
+-- exponentially weighted mean, weight 0.1 per task. The slot is the backend's
+-- pid mod 8, so concurrent completions rarely wait on the same row, and the
+-- rows are locked in queue order, so two batches cannot deadlock on them.
+WITH done AS (
+    UPDATE tasks t
+       SET state = CASE WHEN t.cancel_requested THEN 'cancelled' ELSE 'done' END,
+           result = CAST(c.result AS jsonb),
+           finished_at = now(),
+           lease_token = NULL,
+           lease_expires_at = NULL
+      FROM unnest(CAST(:ids AS bigint[]), CAST(:tokens AS uuid[]), CAST(:results AS text[])) AS c(id, token, result)
+     WHERE t.id = c.id AND t.lease_token = c.token AND t.state = 'running'
+    RETURNING t.id, t.state, t.pool, t.queue, EXTRACT(EPOCH FROM t.finished_at - t.started_at) AS seconds
+), learnt AS (
+    INSERT INTO queue_estimates AS e (queue, slot, finished, mean_seconds)
+    SELECT done.queue, pg_backend_pid() % 8, count(*), GREATEST(avg(done.seconds), 0)
+      FROM done WHERE done.state = 'done' AND done.seconds IS NOT NULL
+     GROUP BY done.queue ORDER BY done.queue
+    ON CONFLICT (queue, slot) DO UPDATE
+       SET finished = e.finished + EXCLUDED.finished,
+           mean_seconds = e.mean_seconds
+                          + (EXCLUDED.mean_seconds - e.mean_seconds) * (1 - power(0.9, EXCLUDED.finished)),
+           updated_at = now()
+)
+SELECT id, state, pool FROM done;
 
 -- name: fail_task
 -- Ends the current claim with an error: a retry at now() + retry_in while
@@ -265,7 +296,7 @@ RETURNING id, state;
 SELECT id, queue, payload, priority, required, pool,
        CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END AS state,
        attempts, max_attempts, run_at, created_at, worker, lease_expires_at, result, error,
-       dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, NULL::uuid AS lease_token
+       dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, NULL::uuid AS lease_token, estimate
   FROM tasks WHERE id = :id;
 
 -- name: list_tasks
@@ -273,7 +304,7 @@ SELECT id, queue, payload, priority, required, pool,
 SELECT id, queue, payload, priority, required, pool,
        CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END AS state,
        attempts, max_attempts, run_at, created_at, worker, lease_expires_at, result, error,
-       dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, NULL::uuid AS lease_token
+       dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, NULL::uuid AS lease_token, estimate
   FROM tasks
  WHERE (CAST(:state AS text) IS NULL
         OR CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END = CAST(:state AS text))
@@ -324,6 +355,16 @@ SELECT queue, CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' EL
 -- Queued tasks waiting out of the claim index because their pool is full
 -- (read from ix_tasks_parked).
 SELECT pool, count(*) AS n FROM tasks WHERE parked AND state = 'queued' GROUP BY pool;
+
+-- name: queue_estimates
+-- The learnt run time of each queue: its slots' means, weighted by how many
+-- tasks each has seen (at most 1000, so an old busy slot does not outvote the
+-- others forever). A handful of rows per queue: cheap to read every round.
+SELECT queue, sum(LEAST(finished, 1000) * mean_seconds) / sum(LEAST(finished, 1000)) AS seconds,
+       sum(finished) AS finished
+  FROM queue_estimates
+ WHERE CAST(:queues AS text[]) IS NULL OR queue = ANY (CAST(:queues AS text[]))
+ GROUP BY queue ORDER BY queue;
 
 -- name: count_finished_since
 -- Throughput: tasks that reached a final state in the last :seconds.

@@ -66,3 +66,19 @@ SELECT r.worker, r.task_id, r.required, r.queue, r.since, r.start_by
   JOIN workers w ON w.name = r.worker
  WHERE w.expires_at > now()
  ORDER BY r.since, r.worker;
+
+-- name: waiting_heads
+-- The first :limit claimable tasks in claim order (migrations/functions/
+-- waiting_heads.v1.sql), each with the live worker that reserved it first, if
+-- any, and its queue's learnt run time, for one claim round's plan.
+SELECT h.id, h.queue, h.priority, h.required, h.estimate, o.worker AS reserved_by, l.seconds AS learnt
+  FROM waiting_heads(CAST(:queues AS text[]), CAST(:limit AS integer), CAST(:descending AS boolean))
+       WITH ORDINALITY AS h(id, queue, priority, required, estimate, ord)
+  LEFT JOIN LATERAL (
+       SELECT r.worker FROM reservations r JOIN workers w ON w.name = r.worker
+        WHERE r.task_id = h.id AND w.expires_at > now()
+        ORDER BY r.since, r.worker LIMIT 1) o ON true
+  LEFT JOIN LATERAL (
+       SELECT sum(LEAST(e.finished, 1000) * e.mean_seconds) / sum(LEAST(e.finished, 1000)) AS seconds
+         FROM queue_estimates e WHERE e.queue = h.queue) l ON true
+ ORDER BY h.ord;

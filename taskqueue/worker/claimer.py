@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..queue import TaskQueue
+from ..scheduling.planner import Planner, RunningTask
 from ..task import Task
 
 log = logging.getLogger("taskqueue.worker.claimer")
@@ -81,6 +82,15 @@ class Capacity:
             self.peak_in_use = max(self.peak_in_use, self._in_use)
             self.peak_threads = max(self.peak_threads, len(self._entries))
             return entry
+
+    def running(self) -> list[RunningTask]:
+        """The claims that count against capacity, as a scheduling plan needs them."""
+        with self._lock:
+            return [
+                RunningTask(e.task.required, e.started, e.task.estimate, e.task.queue)
+                for e in self._entries.values()
+                if e.counted
+            ]
 
     def holding(self) -> list[Task]:
         """Claims whose handler is still running: the ones to heartbeat."""
@@ -153,8 +163,10 @@ class Claimer:
         worker: str,
         lease: float,
         clock: Callable[[], float],
+        planner: Planner | None = None,
     ) -> None:
         self.tq = tq
+        self.planner = planner
         self.capacity = capacity
         self.queues = queues
         self.worker = worker
@@ -166,6 +178,9 @@ class Claimer:
         available, threads = self.capacity.free()
         if threads <= 0:
             return [], 0
+        if self.planner is not None and available is not None:
+            # The policy only ever lowers the budget: the claim stays the exact-fit claim.
+            available = self.planner.budget(self.capacity.running(), available)
         tasks = self.tq.claim_many(
             available=available, limit=threads, queues=self.queues, worker=self.worker, lease=self.lease
         )

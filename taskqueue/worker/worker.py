@@ -26,6 +26,7 @@ from ..maintenance import Maintainer
 from ..queue import TaskQueue, default_worker_name
 from ..registry import Registry
 from ..scheduling import DEFAULT_POLICY, POLICIES
+from ..scheduling.planner import Planner
 from ..spec import check_int, check_lease, check_name, check_number
 from .claimer import Capacity, Claimer
 from .completer import Completer
@@ -209,12 +210,17 @@ class Worker:
         threads = self.effective_concurrency
         capacity = Capacity(self.capacity, threads, on_free=self._wake.set)
         self.capacity_state = capacity
-        claimer = Claimer(tq, capacity, queues=queues, worker=name, lease=self.lease, clock=time.monotonic)
-        completer = Completer(tq, capacity, worker=name)
-        executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads)
         registry = Registry(
             tq, name=name, queues=queues, capacity=self.capacity, policy=self.policy, ttl=self.lease
         )
+        planner = None
+        if self.capacity is not None and self.policy != "greedy":
+            planner = Planner(registry, policy=self.policy, capacity=self.capacity, queues=queues)
+        claimer = Claimer(
+            tq, capacity, queues=queues, worker=name, lease=self.lease, clock=time.monotonic, planner=planner
+        )
+        completer = Completer(tq, capacity, worker=name)
+        executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads)
         heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name, registry=registry)
         listener = Listener(tq.dsn, tq.store, self._wake.set, worker=name)
         self.listener = listener
