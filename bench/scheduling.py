@@ -89,7 +89,7 @@ def run_real(dsn: str, workload: Workload, policy: str) -> dict[str, Any]:
             tq.enqueue_many(batch)
         window = time.monotonic() - start
         deadline = time.monotonic() + max(60.0, window)
-        while time.monotonic() < deadline and tq.stats()["by_state"].get("done", 0) < len(arrivals):
+        while time.monotonic() < deadline and tq.stats().by_state["done"] < len(arrivals):
             time.sleep(0.5)
         return _measure(dsn, schema, workload, window)
     finally:

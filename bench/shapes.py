@@ -62,6 +62,8 @@ SHAPES = [
           "(g * 7919) %% 1000", "1 + (g * 104729) %% 10000", (1, 10_000)),
     Shape("falling", "one priority; required falls as id grows; the newest 1% fit",
           "0", "1 + (n - g) * 1000000 / n", 10_000, hard=True),
+    Shape("falling_mid", "one priority; required falls as id grows; the newest half fit",
+          "0", "1 + (n - g) * 1000000 / n", 500_000, hard=True),
     Shape("rising", "one priority; required rises with id; the oldest half fit", "0", "1 + g * 1000000 / n", 500_000),
     Shape("just_above", "priorities 0..8 need available+1..+3; the 1% at priority 9 need available",
           "CASE WHEN g %% 100 = 0 THEN 9 ELSE (g * 31) %% 9 END",

@@ -39,7 +39,7 @@ def embedded_dsn(data_dir: Path | None = None) -> str:
         except ImportError as exc:  # pragma: no cover - pgserver is a hard dependency
             raise TaskQueueError("no DSN given and the embedded PostgreSQL (pgserver) is not installed") from exc
         try:
-            server = pgserver.get_server(pgdata, cleanup_mode=None)
+            server = pgserver.get_server(pgdata, cleanup_mode=None)  # type: ignore[attr-defined]
         except Exception as exc:
             raise TaskQueueError(f"could not start the embedded PostgreSQL in {pgdata}: {exc}") from exc
     log.debug("embedded PostgreSQL at %s", pgdata)

@@ -20,6 +20,24 @@ class ValidationError(TaskQueueError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class DatabaseError(TaskQueueError):
+    """The database refused or could not run a statement; ``__cause__`` is the driver's error.
+
+    Raised from the one place that runs SQL (:mod:`taskqueue.db`), so callers
+    catch one family. ``transient`` says whether trying again may succeed (a
+    lost connection, a serialization failure, a deadlock, a lock timeout).
+    """
+
+    def __init__(self, message: str, *, transient: bool = False, sqlstate: str | None = None) -> None:
+        self.transient = transient
+        self.sqlstate = sqlstate
+        super().__init__(message)
+
+
+class SchemaMissing(DatabaseError):
+    """The queue schema is missing or older than this code: run ``taskqueue migrate``."""
+
+
 class LeaseLost(TaskQueueError):
     """The claim behind a task handle is no longer current.
 
@@ -47,6 +65,17 @@ class Retry(TaskQueueError):
 
 class Permanent(TaskQueueError):
     """Raised by a handler to fail its task with no further attempts."""
+
+
+class ServiceFailed(TaskQueueError):
+    """A worker service kept crashing; the worker gave up (after giving its running tasks back)."""
+
+    def __init__(self, service: str, crashes: int, window: float, error: BaseException | None) -> None:
+        self.service = service
+        self.crashes = crashes
+        self.error = error
+        detail = "" if error is None else f": {type(error).__name__}: {error}"
+        super().__init__(f"worker service {service!r} crashed {crashes} times within {window:g} s{detail}")
 
 
 class DuplicateTask(TaskQueueError):

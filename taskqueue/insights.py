@@ -1,8 +1,8 @@
-"""Read-only views of a queue for the dashboard and the metrics: the store layer of ``sql/dashboard.sql``.
+"""What the dashboard and the metrics know of a queue: the summary, its derived views, and its cache.
 
-Like :class:`taskqueue.store.Store`, it runs named statements on a connection
-the caller opened, and nothing else runs them. It never writes: the
-dashboard's actions go through :class:`taskqueue.TaskQueue`.
+The statements are read by :mod:`taskqueue.store.insights` (``sql/dashboard.sql``);
+this module holds the value objects they become and what is computed from
+them. It never writes: the dashboard's actions go through ``TaskQueue``.
 """
 
 from __future__ import annotations
@@ -14,15 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
-from .sql import load_queries
-
 if TYPE_CHECKING:
     from .queue import TaskQueue
-
-Q = {name: sa.text(sql) for name, sql in load_queries("dashboard.sql").items()}
 
 #: Priority bands for the metrics' labels: a label per priority would let a
 #: caller's priorities (any 32-bit integer) blow up the series count.
@@ -113,50 +106,11 @@ class Summary:
         ]
 
 
-class Insights:
-    """Typed access to the read-only statements of ``sql/dashboard.sql``."""
-
-    def summary(self, conn: Connection) -> Summary:
-        started = time.perf_counter()
-        now = conn.execute(Q["snapshot_time"]).scalar_one()
-        groups = [Group(r.queue, r.state, r.priority, r.pool, r.n) for r in conn.execute(Q["live_counts"])]
-        oldest = {r.queue: r.oldest_run_at for r in conn.execute(Q["oldest_waiting"])}
-        per_minute = [0] * 60
-        for r in conn.execute(Q["finished_per_minute"]):
-            if 0 <= r.minute_ago < 60:
-                per_minute[r.minute_ago] += r.n
-        pools = [(r.name, r.running_limit, r.running) for r in conn.execute(Q["pool_rows"])]
-        # Lease holders not in the worker registry (claims made through the
-        # API by a program of the user's own): what they hold, capacity unknown.
-        holders = [WorkerLoad(r["worker"], None, r["required"], r["tasks"]) for r in self.running_by_worker(conn)]
-        return Summary(now, groups, oldest, per_minute, pools, holders, time.perf_counter() - started)
-
-    def pool_waiting(self, conn: Connection) -> dict[str, int]:
-        return {r.pool: r.n for r in conn.execute(Q["pool_waiting"])}
-
-    def browse(self, conn: Connection, *, filters: dict[str, Any], before_id: int | None, limit: int,
-               timeout_ms: int) -> list[dict[str, Any]]:
-        conn.execute(Q["limit_browse_time"], {"timeout": f"{int(timeout_ms)}ms"})
-        params = {**filters, "before_id": before_id, "limit": limit}
-        return [dict(r) for r in conn.execute(Q["browse_tasks"], params).mappings()]
-
-    def failure_groups(self, conn: Connection, limit: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in conn.execute(Q["failure_groups"], {"limit": limit}).mappings()]
-
-    def failure_members(self, conn: Connection, *, kind: str, fingerprint: str, before_id: int | None,
-                        limit: int) -> list[dict[str, Any]]:
-        params = {"kind": kind, "fingerprint": fingerprint, "before_id": before_id, "limit": limit}
-        return [dict(r) for r in conn.execute(Q["failure_group_members"], params).mappings()]
-
-    def running_by_worker(self, conn: Connection) -> list[dict[str, Any]]:
-        return [dict(r) for r in conn.execute(Q["running_by_worker"]).mappings()]
-
-
-
 def read_summary(tq: TaskQueue) -> Summary:
     """The summary, with the live workers of the registry (TaskQueue.workers) in place of bare lease holders."""
-    with tq.engine.begin() as conn:
-        summary = Insights().summary(conn)
+    from .store import insights as insight_ops  # here: the store's operations build this module's types
+
+    summary = tq.db.run(insight_ops.summary(), mode="snapshot")
     registered = [WorkerLoad(w.name, w.capacity, w.in_use, w.running) for w in tq.workers()]
     names = {w.name for w in registered}
     summary.workers = registered + [w for w in summary.workers if w.name not in names]

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import psycopg.errors
-import sqlalchemy as sa
-
-from .store import Store
+from .db import Database, lock_transient
+from .retry import with_retries
+from .store.invariants import RepairRows, Snapshot, read_checks
+from .store.invariants import repair as repair_op
 
 log = logging.getLogger("taskqueue.invariants")
 
@@ -32,8 +31,8 @@ CHECKS: dict[str, str] = {
 }
 
 SEVERITIES = ("violation", "warning")
-#: Longest wait for a lock during a repair; below PostgreSQL's deadlock_timeout (1 s).
-REPAIR_LOCK_TIMEOUT_MS = 200
+#: A repair that keeps yielding to concurrent transactions gives up after this many tries.
+REPAIR_ATTEMPTS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,73 +119,33 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def read_snapshot(engine: sa.Engine, store: Store) -> CheckReport:
-    """Run every check in one REPEATABLE READ transaction, so they see one commit state."""
-    with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-        with conn.begin():
-            checked_at = store.database_now(conn)
-            found = {check: store.invariant_rows(conn, check) for check in CHECKS}
+def report_of(snapshot: Snapshot) -> CheckReport:
+    """Group a snapshot's rows by check and severity."""
     violations: list[Violation] = []
     warnings: list[Violation] = []
-    for check, rows in found.items():
+    for check, rows in snapshot.found.items():
         for severity, into in (("violation", violations), ("warning", warnings)):
             picked = tuple(r for r in rows if r["severity"] == severity)
             if picked:
                 into.append(Violation(check, severity, picked))
-    return CheckReport(checked_at, tuple(violations), tuple(warnings))
+    return CheckReport(snapshot.checked_at, tuple(violations), tuple(warnings))
 
 
-def apply_repairs(engine: sa.Engine, store: Store, *, attempts: int = 20) -> list[Repair]:
-    """Fix what can be fixed, in one READ COMMITTED transaction; safe while workers run.
-
-    Task rows first, pool rows last (all of them, in name order). A claim
-    that waited for a pool row and then found the pool full still holds that
-    row (PostgreSQL keeps the lock of a row whose re-check failed), so a
-    repair that waits for locks could close a deadlock with claims. It waits
-    at most REPAIR_LOCK_TIMEOUT_MS for any lock instead, which is shorter than
-    the deadlock detector's delay: the repair gives up, never the workload,
-    and runs again.
-    """
-    for attempt in range(1, attempts + 1):
-        try:
-            return _repair_once(engine, store)
-        except sa.exc.OperationalError as exc:
-            retryable = isinstance(exc.orig, (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected))
-            if not retryable or attempt == attempts:
-                raise
-            log.info("repair yielded to a concurrent transaction; running it again")
-            time.sleep(min(0.5, 0.02 * attempt))
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _repair_once(engine: sa.Engine, store: Store) -> list[Repair]:
-    done: list[Repair] = []
-    with engine.begin() as conn:
-        store.set_local_lock_timeout(conn, REPAIR_LOCK_TIMEOUT_MS)
-        for task_id, state in store.clear_finished_leases(conn):
-            done.append(Repair("clear_lease", f"task {task_id}", f"cleared the lease of a {state} task"))
-        for task_id in store.expire_leaseless_tasks(conn):
-            done.append(
-                Repair("expire_lease", f"task {task_id}", "gave the running task an expired lease; rescue requeues it")
-            )
-        for task_id in store.promote_overdue_scheduled(conn):
-            done.append(Repair("promote_scheduled", f"task {task_id}", "promoted the overdue task to queued"))
-        for task_id, pool in store.unpark_open_pool_tasks(conn):
-            done.append(Repair("unpark_task", f"task {task_id}", f"unparked it: pool {pool} has room"))
-        for pool, old, new in store.recount_pools(conn):
-            done.append(Repair("recount_pool", f"pool {pool}", f"running {old} -> {new}"))
-    for item in done:
-        log.warning("repaired %s: %s", item.subject, item.detail)
+def repairs_of(changed: RepairRows) -> list[Repair]:
+    done = [Repair("clear_lease", f"task {i}", f"cleared the lease of a {s} task") for i, s in changed.cleared_leases]
+    done += [
+        Repair("expire_lease", f"task {i}", "gave the running task an expired lease; rescue requeues it")
+        for i in changed.expired_leases
+    ]
+    done += [Repair("promote_scheduled", f"task {i}", "promoted the overdue task to queued") for i in changed.promoted]
+    done += [Repair("unpark_task", f"task {i}", f"unparked it: pool {pool} has room") for i, pool in changed.unparked]
+    done += [Repair("recount_pool", f"pool {pool}", f"running {old} -> {new}") for pool, old, new in changed.recounted]
     return done
 
 
-def check(engine: sa.Engine, store: Store, *, repair: bool = False) -> CheckReport:
-    """The report of one snapshot; with ``repair``, of a second one taken after the repairs."""
-    first = read_snapshot(engine, store)
-    if not repair:
-        return first
-    changes = apply_repairs(engine, store)
-    after = read_snapshot(engine, store)
+def after_repair(first: CheckReport, changes: list[Repair], after: CheckReport) -> CheckReport:
+    for item in changes:
+        log.warning("repaired %s: %s", item.subject, item.detail)
     return CheckReport(
         after.checked_at,
         after.violations,
@@ -194,3 +153,29 @@ def check(engine: sa.Engine, store: Store, *, repair: bool = False) -> CheckRepo
         repaired=tuple(changes),
         found_before_repair=(*first.violations, *first.warnings),
     )
+
+
+def repair_delay(attempt: int) -> float:
+    log.info("repair yielded to a concurrent transaction; running it again")
+    return min(0.5, 0.02 * attempt)
+
+
+def check(db: Database, *, repair: bool = False) -> CheckReport:
+    """The report of one REPEATABLE READ snapshot; with ``repair``, of a second one taken after the repairs.
+
+    The repair runs in one READ COMMITTED transaction, safe while workers run.
+    A claim that waited for a pool row and then found the pool full still
+    holds that row (PostgreSQL keeps the lock of a row whose re-check failed),
+    so a repair that waits for locks could close a deadlock with claims. It
+    waits at most REPAIR_LOCK_TIMEOUT_MS for any lock instead, which is
+    shorter than the deadlock detector's delay: the repair gives up, never the
+    workload, and runs again.
+    """
+    first = report_of(db.run(read_checks(list(CHECKS)), mode="snapshot"))
+    if not repair:
+        return first
+    changed = with_retries(
+        lambda: db.run(repair_op()), retryable=lock_transient, attempts=REPAIR_ATTEMPTS, delay=repair_delay
+    )
+    after = report_of(db.run(read_checks(list(CHECKS)), mode="snapshot"))
+    return after_repair(first, repairs_of(changed), after)

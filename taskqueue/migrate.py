@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from .store import Store
+from .db import drive, execute_script
+from .errors import TaskQueueError
+from .store.leader import advisory_xact_lock
 
 if TYPE_CHECKING:  # alembic is imported only when migrating: it slows every CLI start
     from alembic.config import Config
@@ -28,15 +29,19 @@ def migration_lock_key(schema: str) -> int:
 
 
 def script_location() -> str:
-    # A checkout's own folder first: an editable install maps taskqueue._migrations
-    # to the checkout it was installed from, which need not be the one imported.
-    checkout = Path(__file__).resolve().parent.parent / "migrations"
-    if (checkout / "env.py").exists():
+    """The migrations beside this very package: a checkout's own, else the installed copy.
+
+    A checkout comes first, so code run from one checkout never migrates with
+    the revisions an editable install maps from another.
+    """
+    here = Path(__file__).resolve().parent.parent
+    checkout = here / "migrations"
+    if (checkout / "env.py").exists() and (here / "pyproject.toml").exists():
         return str(checkout)
     spec = importlib.util.find_spec("taskqueue._migrations")
     if spec is not None and spec.submodule_search_locations:
-        return str(Path(list(spec.submodule_search_locations)[0]))
-    raise RuntimeError("taskqueue's migrations are missing from this installation")
+        return str(Path(next(iter(spec.submodule_search_locations))))
+    raise TaskQueueError("taskqueue's migrations are missing from this installation")
 
 
 def alembic_config(connection: sa.Connection | None, schema: str) -> Config:
@@ -50,7 +55,7 @@ def alembic_config(connection: sa.Connection | None, schema: str) -> Config:
 
 
 def lock_for_migration(connection: sa.Connection, schema: str) -> None:
-    Store(schema).advisory_xact_lock(connection, migration_lock_key(schema))
+    drive(connection, advisory_xact_lock(migration_lock_key(schema)))
 
 
 def upgrade(engine: sa.Engine, schema: str, revision: str = "head") -> None:
@@ -84,6 +89,5 @@ def load_sql_objects(connection: sa.Connection, *files: str) -> None:
     Sent as-is through the driver: PL/pgSQL text (%ROWTYPE, :=) is no template.
     """
     folder = functions_dir()
-    with connection.connection.driver_connection.cursor() as cur:  # type: ignore[union-attr]
-        for name in files:
-            cur.execute((folder / f"{name}.sql").read_text())
+    for name in files:
+        execute_script(connection, (folder / f"{name}.sql").read_text())

@@ -11,10 +11,9 @@ import uuid
 from typing import Any
 
 from sqlalchemy import (
-    Computed,
-    SmallInteger,
     BigInteger,
     CheckConstraint,
+    Computed,
     DateTime,
     Double,
     ForeignKey,

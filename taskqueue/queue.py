@@ -1,53 +1,31 @@
-"""``TaskQueue``: the public API. It validates, then calls the store in one transaction."""
+"""``TaskQueue``: the public API. Each method runs one operation of :mod:`taskqueue.operations`."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
-import socket
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from . import migrate as _migrate
-from .dsn import resolve_dsn, to_libpq, to_sqlalchemy_url
-from .errors import DuplicateTask, LeaseLost, TaskQueueError, ValidationError
+from . import operations as ops
+from .db import Database, Mode, translated
+from .dsn import resolve_dsn, to_libpq
 from .counters import Counters
+from .errors import DatabaseError, DuplicateTask, LeaseLost, TaskQueueError, ValidationError
 from .invariants import CheckReport
 from .invariants import check as run_check
-from .registry import list_workers
-from .retry import backoff_seconds
-from .schema import SCHEMA_DEFAULT, check_schema_name
-from .spec import (
-    ORDERS,
-    STATES_FILTER,
-    build_batch,
-    build_spec,
-    check_available,
-    check_error_text,
-    check_int,
-    check_lease,
-    check_name,
-    check_number,
-    check_optional_name,
-    check_order,
-    check_pool_limit,
-    check_queues,
-    check_task_id,
-    encode_json,
-)
-from .store import Store, configure_engine
-from .task import Pool, Task, WorkerInfo
+from .operations import DEFAULT_LEASE, default_worker_name
+from .schema import SCHEMA_DEFAULT, check_schema_name, notify_channel
+from .stats import Stats
+from .store import registry as registry_ops
+from .store.requests import Op
+from .task import ORDERS, EnqueueSpec, Order, Pool, Task, TaskState, WorkerInfo
 
-DEFAULT_LEASE = 60.0
-
-
-def default_worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+T = TypeVar("T")
 
 
 class TaskQueue:
@@ -66,22 +44,26 @@ class TaskQueue:
     ) -> None:
         self.schema = check_schema_name(schema)
         self.dsn = to_libpq(resolve_dsn(dsn))
-        self.store = Store(self.schema)
-        self.engine = sa.create_engine(
-            to_sqlalchemy_url(self.dsn),
-            pool_size=pool_size,
-            max_overflow=max_overflow,
-            connect_args={"application_name": "taskqueue", "connect_timeout": 10},
-        )
-        configure_engine(self.engine, self.schema)
-        # Same pool; for work that is one statement, so it needs no BEGIN/COMMIT.
-        self._autocommit_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self.channel = notify_channel(self.schema)
+        self.db = Database(self.dsn, self.schema, pool_size=pool_size, max_overflow=max_overflow)
+        self.engine = self.db.engine
         #: What this handle did (claims, completions, ...), for taskqueue.metrics.
         self.counters = Counters()
 
+    def _run(self, op: Op[T], connection: Connection | Session | None = None, *, mode: Mode = "transaction") -> T:
+        return self.db.run(op, connection, mode=mode)
+
+    @contextlib.contextmanager
+    def _counting_lost_leases(self) -> Iterator[None]:
+        try:
+            yield
+        except LeaseLost:
+            self.counters.add_process("lost_leases")
+            raise
+
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
-        self.engine.dispose()
+        self.db.dispose()
 
     def __enter__(self) -> TaskQueue:
         return self
@@ -94,34 +76,13 @@ class TaskQueue:
 
     def migrate(self) -> None:
         """Bring the schema to the newest revision; safe to call from many processes at once."""
-        _migrate.upgrade(self.engine, self.schema)
+        with translated():
+            _migrate.upgrade(self.engine, self.schema)
 
     @contextlib.contextmanager
     def transaction(self, connection: Connection | Session | None = None) -> Iterator[Connection]:
         """One transaction: ours (committed on success), or the caller's (left open)."""
-        if connection is None:
-            with self.engine.begin() as conn:
-                yield conn
-            return
-        if isinstance(connection, Session):
-            conn = connection.connection()
-        elif isinstance(connection, Connection):
-            conn = connection
-        else:
-            raise ValidationError(
-                "connection", f"must be a SQLAlchemy Connection or Session, got {type(connection).__name__}"
-            )
-        with self.store.on_foreign_connection(conn):
-            yield conn
-
-    @contextlib.contextmanager
-    def _single_statement(self, connection: Connection | Session | None) -> Iterator[Connection]:
-        """For work done in one statement: autocommit on our own connection, else the caller's transaction."""
-        if connection is not None:
-            with self.transaction(connection) as conn:
-                yield conn
-            return
-        with self._autocommit_engine.connect() as conn:
+        with self.db.connection(connection) as conn:
             yield conn
 
     # -- enqueue ------------------------------------------------------------
@@ -144,8 +105,10 @@ class TaskQueue:
 
         ``estimate``: expected run time in seconds, for the scheduling policies
         (default: what the queue's finished tasks took, learnt on completion).
+
+        One statement: on a connection of our own, one autocommit round trip.
         """
-        spec = build_spec(
+        op = ops.enqueue(
             payload,
             queue=queue,
             priority=priority,
@@ -156,29 +119,15 @@ class TaskQueue:
             max_attempts=max_attempts,
             dedupe_key=dedupe_key,
             estimate=estimate,
+            channel=self.channel,
         )
-        with self._single_statement(connection) as conn:
-            task_id, _inserted = self.store.enqueue_task(conn, spec)
-        return task_id
+        return self._run(op, connection, mode="autocommit")
 
     def enqueue_many(
-        self, specs: Iterable[Mapping[str, Any]], *, connection: Connection | Session | None = None
+        self, specs: Iterable[EnqueueSpec], *, connection: Connection | Session | None = None
     ) -> list[int]:
         """Add many tasks in one transaction; all or nothing. Ids come back in input order."""
-        if isinstance(specs, (str, bytes, Mapping)):
-            raise ValidationError("specs", "must be an iterable of mappings")
-        try:
-            items = list(specs)
-        except TypeError:
-            raise ValidationError("specs", f"must be an iterable of mappings, got {type(specs).__name__}") from None
-        batch = build_batch(items)
-        if not len(batch):
-            return []
-        with self.transaction(connection) as conn:
-            self.store.ensure_pools(conn, [pool for pool in set(batch.pools) if pool is not None])
-            ids = self.store.insert_batch(conn, batch)
-            self.store.notify(conn)
-        return ids
+        return self._run(ops.enqueue_many(specs, channel=self.channel), connection)
 
     # -- claim --------------------------------------------------------------
     def claim(
@@ -188,11 +137,12 @@ class TaskQueue:
         queues: Iterable[str] | None = None,
         worker: str | None = None,
         lease: float = DEFAULT_LEASE,
-        order: str = "min",
+        order: Order = "min",
     ) -> Task | None:
-        """Claim the best task that fits ``available``: smallest (priority, id), or largest priority with order='max'."""
-        tasks = self._claim(available, 1, queues, worker, lease, order)
-        return tasks[0] if tasks else None
+        """Claim the best task that fits ``available``: smallest (priority, id), or largest priority with 'max'."""
+        task = self._run(ops.claim_one(available, queues, worker, lease, order))
+        self.counters.claimed([] if task is None else [task])
+        return task
 
     def claim_many(
         self,
@@ -202,41 +152,15 @@ class TaskQueue:
         queues: Iterable[str] | None = None,
         worker: str | None = None,
         lease: float = DEFAULT_LEASE,
-        order: str = "min",
+        order: Order = "min",
     ) -> list[Task]:
         """Claim up to ``limit`` tasks in priority order, packing them into ``available``."""
-        limit = check_int(limit, "limit", minimum=1, maximum=100_000)
-        return self._claim(available, limit, queues, worker, lease, order)
-
-    def _claim(
-        self,
-        available: Any,
-        limit: int,
-        queues: Any,
-        worker: Any,
-        lease: Any,
-        order: Any,
-    ) -> list[Task]:
-        available = check_available(available)
-        queue_list = check_queues(queues)
-        worker_name = check_name(worker, "worker") if worker is not None else default_worker_name()
-        lease = check_lease(lease)
-        descending = check_order(order) == "max"
-        with self.engine.begin() as conn:
-            tasks = self.store.claim(
-                conn,
-                available=available,
-                limit=limit,
-                queues=queue_list,
-                worker=worker_name,
-                lease=lease,
-                descending=descending,
-            )
+        tasks = self._run(ops.claim_many(available, limit, queues, worker, lease, order))
         self.counters.claimed(tasks)
         return tasks
 
     def peek(
-        self, *, available: int | None = None, queues: Iterable[str] | None = None, order: str = "min"
+        self, *, available: int | None = None, queues: Iterable[str] | None = None, order: Order = "min"
     ) -> Task | None:
         """What ``claim`` would return now, without claiming it.
 
@@ -245,69 +169,25 @@ class TaskQueue:
         locks no row, writes nothing (no promotion, no parking) and waits on no
         lock; it runs in a READ ONLY transaction to prove it.
         """
-        available = check_available(available)
-        queue_list = check_queues(queues)
-        descending = check_order(order) == "max"
-        with self.engine.connect() as conn:
-            self.store.read_only(conn)
-            tasks = self.store.claim(
-                conn,
-                available=available,
-                limit=1,
-                queues=queue_list,
-                worker="peek",
-                lease=DEFAULT_LEASE,
-                descending=descending,
-                peek=True,
-            )
-            task = self.store.get(conn, tasks[0].id) if tasks else None
-            conn.rollback()
-        return task
+        return self._run(ops.peek(available, queues, order), mode="rollback")
 
     # -- holders of a claim -------------------------------------------------
     def heartbeat(self, task: Task, *, lease: float | None = None) -> None:
         """Extend the claim's lease (by its own length, or to now() + ``lease``)."""
-        task_id, token = _claim_of(task)
-        lease = None if lease is None else check_lease(lease)
-        with self.engine.begin() as conn:
-            beat = self.store.heartbeat(conn, task_id, token, lease)
-        if beat is None:
-            self.counters.add_process("lost_leases")
-            raise LeaseLost(task_id, "heartbeat")
-        task.lease_expires_at = beat.lease_expires_at
-        task.cancel_requested = beat.cancel_requested
+        with self._counting_lost_leases():
+            self._run(ops.heartbeat(task, lease))
 
     def heartbeat_many(self, tasks: Iterable[Task], *, lease: float | None = None) -> list[Task]:
         """Extend many leases in one round trip; return the tasks whose lease is lost."""
-        items = list(tasks)
-        claims = [_claim_of(t) for t in items]
-        lease = None if lease is None else check_lease(lease)
-        with self.engine.begin() as conn:
-            beats = self.store.heartbeat_many(conn, claims, lease)
-        lost = []
-        for task in items:
-            beat = beats.get(task.id)
-            if beat is None:
-                lost.append(task)
-            else:
-                task.lease_expires_at = beat.lease_expires_at
-                task.cancel_requested = beat.cancel_requested
+        lost = self._run(ops.heartbeat_many(tasks, lease))
         self.counters.add_process("lost_leases", len(lost))
         return lost
 
     def complete(self, task: Task, result: Any = None, *, connection: Connection | Session | None = None) -> None:
         """Finish the claim as done. With ``connection=``, it commits with the caller's own writes."""
-        task_id, token = _claim_of(task)
-        result_json = None if result is None else encode_json(result, "result")
-        with self.transaction(connection) as conn:
-            outcome = self.store.complete(conn, task_id, token, result_json)
-            if outcome is None:
-                self.counters.add_process("lost_leases")
-                raise LeaseLost(task_id, "complete")
-            if outcome.freed_full_pool:
-                self.store.notify(conn)
+        with self._counting_lost_leases():
+            self._run(ops.complete(task, result, channel=self.channel), connection)
         self.counters.add("completions", task.queue)
-        _settle(task, outcome.state, result=result)
 
     def complete_many(
         self, items: Iterable[tuple[Task, Any]], *, connection: Connection | Session | None = None
@@ -318,27 +198,11 @@ class TaskQueue:
         name order), so a worker can complete a whole batch in one commit.
         """
         pairs = list(items)
-        claims = []
-        for pair in pairs:
-            if not isinstance(pair, tuple) or len(pair) != 2:
-                raise ValidationError("items", "must be (task, result) pairs")
-            task, result = pair
-            task_id, token = _claim_of(task)
-            claims.append((task_id, token, None if result is None else encode_json(result, "result")))
-        if not claims:
-            return []
-        with self.transaction(connection) as conn:
-            states, freed = self.store.complete_many(conn, claims)
-            if freed:
-                self.store.notify(conn)
-        lost = []
-        for task, result in pairs:
-            state = states.get(task.id)
-            if state is None:
-                lost.append(task.id)
-            else:
+        lost = self._run(ops.complete_many(pairs, channel=self.channel), connection)
+        gone = set(lost)
+        for task, _result in pairs:
+            if task.id not in gone:
                 self.counters.add("completions", task.queue)
-                _settle(task, state, result=result)
         self.counters.add_process("lost_leases", len(lost))
         return lost
 
@@ -352,61 +216,31 @@ class TaskQueue:
         connection: Connection | Session | None = None,
     ) -> None:
         """Finish the claim with an error: retried later while attempts remain, else failed."""
-        task_id, token = _claim_of(task)
-        text = check_error_text(error)
-        if not isinstance(retry, bool):
-            raise ValidationError("retry", f"must be a bool, got {type(retry).__name__}")
-        if retry_in is None:
-            delay = backoff_seconds(task.attempts)
-        else:
-            delay = check_number(retry_in, "retry_in", minimum=0.0, maximum=10 * 365 * 24 * 3600.0)
-        with self.transaction(connection) as conn:
-            outcome = self.store.fail(conn, task_id, token, text, retry=retry, retry_in=delay)
-            if outcome is None:
-                self.counters.add_process("lost_leases")
-                raise LeaseLost(task_id, "fail")
-            if outcome.freed_full_pool or outcome.state == "queued":
-                self.store.notify(conn)
+        with self._counting_lost_leases():
+            self._run(ops.fail(task, error, retry=retry, retry_in=retry_in, channel=self.channel), connection)
         self.counters.add("failures", task.queue)
-        if outcome.state in ("queued", "scheduled"):
+        if task.state in ("queued", "scheduled"):
             self.counters.add("retries", task.queue, kind="backoff")
-        _settle(task, outcome.state, error=text)
-        if outcome.run_at is not None and outcome.state in ("queued", "scheduled"):
-            task.run_at = outcome.run_at
 
     def release(self, task: Task, *, reason: str = "released by its worker") -> None:
         """Give a running task back to the queue without using up an attempt (worker shutdown)."""
-        task_id, token = _claim_of(task)
-        if not isinstance(reason, str):
-            raise ValidationError("reason", f"must be a str, got {type(reason).__name__}")
-        with self.engine.begin() as conn:
-            outcome = self.store.requeue(conn, task_id, token, check_error_text(reason))
-            if outcome is None:
-                self.counters.add_process("lost_leases")
-                raise LeaseLost(task_id, "release")
-            self.store.notify(conn)
-        _settle(task, outcome.state)
+        with self._counting_lost_leases():
+            self._run(ops.release(task, reason, channel=self.channel))
 
     # -- by id --------------------------------------------------------------
     def cancel(self, task_id: int) -> bool:
         """Cancel a waiting task now, or ask a running task's holder to stop. False if already finished."""
-        task_id = check_task_id(task_id)
-        with self.engine.begin() as conn:
-            return self.store.cancel(conn, task_id) is not None
+        return self._run(ops.cancel(task_id))
 
     def retry(self, task_id: int) -> bool:
         """Re-enqueue a failed task with a fresh attempt budget. False if it is not failed (or unknown).
 
         Raises DuplicateTask when a live task already holds its dedupe key.
         """
-        task_id = check_task_id(task_id)
         try:
-            with self.engine.begin() as conn:
-                queue = self.store.retry(conn, task_id)
-                if queue is not None:
-                    self.store.notify(conn)
-        except sa.exc.IntegrityError as exc:
-            if getattr(getattr(exc.orig, "diag", None), "constraint_name", None) != "uq_tasks_dedupe":
+            queue = self._run(ops.retry(task_id, channel=self.channel))
+        except DatabaseError as exc:
+            if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None) != "uq_tasks_dedupe":
                 raise
             task = self.get(task_id)
             raise DuplicateTask(task_id, task.queue if task else "?", task.dedupe_key if task else None) from None
@@ -416,94 +250,51 @@ class TaskQueue:
         return True
 
     def get(self, task_id: int) -> Task | None:
-        task_id = check_task_id(task_id)
-        with self.engine.begin() as conn:
-            return self.store.get(conn, task_id)
+        return self._run(ops.get(task_id))
 
-    def tasks(self, *, state: str | None = None, queue: str | None = None, limit: int = 50) -> list[Task]:
+    def tasks(self, *, state: TaskState | None = None, queue: str | None = None, limit: int = 50) -> list[Task]:
         """The newest tasks, optionally of one state and queue."""
-        if state is not None and state not in STATES_FILTER:
-            raise ValidationError("state", f"must be one of {', '.join(STATES_FILTER)}, got {state!r}")
-        queue = check_optional_name(queue, "queue")
-        limit = check_int(limit, "limit", minimum=1, maximum=1_000_000)
-        with self.engine.begin() as conn:
-            return self.store.list_tasks(conn, state=state, queue=queue, limit=limit)
+        return self._run(ops.list_tasks(state, queue, limit))
 
     # -- pools --------------------------------------------------------------
     def set_pool_limit(self, pool: str, limit: int | None) -> None:
         """Cap the pool's running tasks at ``limit`` (None: no limit). Lowering never stops running tasks."""
-        pool = check_name(pool, "pool")
-        limit = check_pool_limit(limit)
-        with self.engine.begin() as conn:
-            self.store.set_pool_limit(conn, pool, limit)
-            self.store.notify(conn)
+        self._run(ops.set_pool_limit(pool, limit, channel=self.channel))
 
     def pools(self) -> list[Pool]:
-        with self.engine.begin() as conn:
-            return self.store.pools(conn)
+        return self._run(ops.pools())
 
     def pool(self, name: str) -> Pool | None:
-        name = check_name(name, "pool")
-        with self.engine.begin() as conn:
-            return self.store.get_pool(conn, name)
+        return self._run(ops.pool(name))
 
     # -- maintenance and inspection ---------------------------------------
     def rescue_expired(self) -> int:
         """Requeue (or fail, when out of attempts) every task whose lease expired."""
-        with self.engine.begin() as conn:
-            rescued = self.store.rescue_expired(conn)
-            if rescued:
-                self.store.notify(conn)
-        self.counters.add_process("rescues", len(rescued))
-        return len(rescued)
+        rescued = self._run(ops.rescue_expired(channel=self.channel))
+        self.counters.add_process("rescues", rescued)
+        return rescued
 
     def prune(self, *, older_than: float = 7 * 24 * 3600.0, batch: int = 10_000) -> int:
         """Delete finished tasks older than ``older_than`` seconds; returns how many."""
-        older_than = check_number(older_than, "older_than", minimum=0.0, maximum=100 * 365 * 24 * 3600.0)
-        batch = check_int(batch, "batch", minimum=1, maximum=1_000_000)
-        with self.engine.begin() as conn:
-            return self.store.prune_finished(conn, older_than, batch)
+        return self._run(ops.prune(older_than, batch))
 
     def next_run_in(self) -> float | None:
         """Seconds until the earliest scheduled task is due (negative if overdue), or None."""
-        with self.engine.begin() as conn:
-            return self.store.next_run_in(conn)
+        return self._run(ops.next_run_in())
 
     def check(self, *, repair: bool = False) -> CheckReport:
         """Check the invariants in one snapshot; with ``repair``, fix what can be fixed and check again."""
-        if not isinstance(repair, bool):
-            raise ValidationError("repair", f"must be a bool, got {type(repair).__name__}")
-        return run_check(self.engine, self.store, repair=repair)
+        return run_check(self.db, repair=ops.check_repair_flag(repair))
 
     def workers(self, *, include_dead: bool = False) -> list[WorkerInfo]:
         """The worker registry: live workers with their reservations (dead ones too with ``include_dead``)."""
         if not isinstance(include_dead, bool):
             raise ValidationError("include_dead", f"must be a bool, got {type(include_dead).__name__}")
-        return list_workers(self, include_dead=include_dead)
+        return self._run(registry_ops.workers(include_dead=include_dead), mode="autocommit")
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Counts by state (every state, zeros included), by queue and priority; pools; throughput."""
-        with self.engine.begin() as conn:
-            return self.store.stats(conn)
+        return self._run(ops.stats())
 
 
-def _claim_of(task: Any) -> tuple[int, str]:
-    if not isinstance(task, Task):
-        raise ValidationError("task", f"must be a Task returned by claim, got {type(task).__name__}")
-    if task.lease_token is None:
-        raise ValidationError("task", f"task {task.id} carries no claim (use the Task returned by claim)")
-    return task.id, task.lease_token
-
-
-def _settle(task: Task, state: str, *, result: Any = None, error: str | None = None) -> None:
-    # The token stays on the handle: a second complete/fail presents it and the
-    # database refuses it with LeaseLost, exactly as for a stale claim.
-    task.state = state
-    task.lease_expires_at = None
-    if result is not None:
-        task.result = result
-    if error is not None:
-        task.error = error
-
-
-__all__ = ["TaskQueue", "DEFAULT_LEASE", "ORDERS", "TaskQueueError"]
+__all__ = ["DEFAULT_LEASE", "ORDERS", "TaskQueue", "TaskQueueError", "default_worker_name"]

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from .errors import ValidationError
 from .scheduling import POLICIES
 from .spec import check_name
-from .store_registry import RegistryStore, WaitingHead
+from .store import registry as ops
+from .store.registry import WaitingHead
 from .task import Reservation, WorkerInfo
 
 if TYPE_CHECKING:
@@ -50,58 +51,40 @@ class Registry:
         self.capacity = capacity
         self.policy = policy
         self.ttl = ttl
-        self.store = RegistryStore()
         self.host = socket.gethostname()
         self.pid = os.getpid()
 
     def beat(self, *, in_use: int, running: int) -> None:
         """Register or refresh this worker's row (one autocommit statement)."""
-        with self.tq.engine.begin() as conn:
-            self.store.register(
-                conn,
-                name=self.name,
-                host=self.host,
-                pid=self.pid,
-                queues=self.queues,
-                capacity=self.capacity,
-                in_use=in_use,
-                running=running,
-                policy=self.policy,
-                ttl=self.ttl,
-            )
+        op = ops.register(
+            name=self.name, host=self.host, pid=self.pid, queues=self.queues, capacity=self.capacity,
+            in_use=in_use, running=running, policy=self.policy, ttl=self.ttl,
+        )
+        self.tq.db.run(op, mode="autocommit")
 
     def leave(self) -> None:
         """A clean shutdown: the row and its reservation go now, not at expiry."""
-        with self.tq.engine.begin() as conn:
-            self.store.unregister(conn, self.name)
+        self.tq.db.run(ops.unregister(self.name), mode="autocommit")
 
     def reserve(self, *, task_id: int, required: int, queue: str, start_in: float) -> bool:
         """Record that this worker holds capacity back for ``task_id``; False if its row has expired."""
-        with self.tq.engine.begin() as conn:
-            return self.store.reserve(
-                conn, worker=self.name, task_id=task_id, required=required, queue=queue, start_in=max(0.0, start_in)
-            )
+        op = ops.reserve(worker=self.name, task_id=task_id, required=required, queue=queue, start_in=max(0.0, start_in))
+        return self.tq.db.run(op, mode="autocommit")
 
     def clear(self) -> None:
-        with self.tq.engine.begin() as conn:
-            self.store.clear_reservation(conn, self.name)
+        self.tq.db.run(ops.clear_reservation(self.name), mode="autocommit")
+
+    def reservations(self) -> list[Reservation]:
+        return self.tq.db.run(ops.reservations(), mode="autocommit")
 
     def waiting_heads(self, *, queues: Sequence[str] | None, limit: int, descending: bool) -> list[WaitingHead]:
         """The head of the queue in claim order, with reservations and learnt run times (read-only)."""
-        with self.tq.engine.connect() as conn:
-            return self.store.waiting_heads(conn, queues=queues, limit=limit, descending=descending)
-
-    def reservations(self) -> list[Reservation]:
-        with self.tq.engine.begin() as conn:
-            return self.store.reservations(conn)
-
-
-def list_workers(tq: TaskQueue, *, include_dead: bool = False) -> list[WorkerInfo]:
-    with tq.engine.begin() as conn:
-        return RegistryStore().workers(conn, include_dead=include_dead)
+        return self.tq.db.run(ops.waiting_heads(queues=queues, limit=limit, descending=descending), mode="autocommit")
 
 
 def delete_dead_workers(tq: TaskQueue, keep: float = DEAD_KEEP_SECONDS) -> list[str]:
     """Maintenance: delete rows dead for longer than ``keep`` seconds (reservations go with them)."""
-    with tq.engine.begin() as conn:
-        return RegistryStore().delete_dead(conn, keep)
+    return tq.db.run(ops.delete_dead(keep), mode="autocommit")
+
+
+__all__ = ["DEAD_KEEP_SECONDS", "Registry", "WaitingHead", "WorkerInfo", "delete_dead_workers"]

@@ -1,8 +1,13 @@
-"""Retry backoff as a pure function, so tests and docs can state it exactly."""
+"""Retry backoff as a pure function, so tests and docs can state it exactly; and a retry loop."""
 
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 BASE_SECONDS = 1.0
 CAP_SECONDS = 3600.0
@@ -18,3 +23,25 @@ def backoff_seconds(attempts: int, *, rng: random.Random | None = None) -> float
     base = min(CAP_SECONDS, BASE_SECONDS * (2.0**exponent))
     jitter = (rng or random).uniform(0.75, 1.25)
     return min(CAP_SECONDS, base * jitter)
+
+
+def with_retries(
+    call: Callable[[], T],
+    *,
+    retryable: Callable[[BaseException], bool],
+    attempts: int,
+    delay: Callable[[int], float],
+) -> T:
+    """``call()``, again after ``delay(attempt)`` seconds while it raises what ``retryable`` accepts.
+
+    For writes the database may refuse for a moment (a lock timeout, a lost
+    connection); the last error is raised once ``attempts`` are used up.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except Exception as exc:
+            if attempt == attempts or not retryable(exc):
+                raise
+        time.sleep(delay(attempt))
+    raise AssertionError("unreachable")  # pragma: no cover

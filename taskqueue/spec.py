@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ValidationError
+from .task import ORDERS, STATES, EnqueueSpec, Order, TaskState
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -26,11 +27,8 @@ MAX_PAYLOAD_BYTES = 1024 * 1024
 MAX_ERROR_LENGTH = 10_000
 MAX_DELAY_SECONDS = 10 * 365 * 24 * 3600.0
 MAX_LEASE_SECONDS = 7 * 24 * 3600.0
-ORDERS = ("min", "max")
 
-ENQUEUE_KEYS = frozenset(
-    {"payload", "queue", "priority", "required", "pool", "run_at", "delay", "max_attempts", "dedupe_key", "estimate"}
-)
+ENQUEUE_KEYS = EnqueueSpec.__required_keys__ | EnqueueSpec.__optional_keys__
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,10 +206,10 @@ def check_available(value: Any) -> int | None:
     return check_int(value, "available", minimum=0, maximum=2**62)
 
 
-def check_order(value: Any) -> str:
+def check_order(value: Any) -> Order:
     if value not in ORDERS:
         raise ValidationError("order", f"must be 'min' or 'max', got {value!r}")
-    return value
+    return "max" if value == "max" else "min"
 
 
 def check_lease(value: Any, field: str = "lease") -> float:
@@ -294,7 +292,7 @@ def build_spec_from_mapping(spec: Any, index: int) -> TaskSpec:
     """Validate one entry of ``enqueue_many``; errors name the entry's index."""
     if not isinstance(spec, Mapping):
         raise ValidationError(f"specs[{index}]", f"must be a mapping, got {type(spec).__name__}")
-    unknown = sorted(str(k) for k in spec.keys() if k not in ENQUEUE_KEYS)
+    unknown = sorted(str(k) for k in spec if k not in ENQUEUE_KEYS)
     if unknown:
         raise ValidationError(f"specs[{index}]", f"unknown key(s) {', '.join(unknown)}")
     if "payload" not in spec:
@@ -347,6 +345,7 @@ class TaskBatch:
             for row in zip(
                 self.payloads, self.queues, self.priorities, self.requireds, self.pools,
                 self.run_ats, self.delays, self.max_attempts, self.dedupe_keys, self.estimates,
+                strict=True,
             )
         ]
 
@@ -423,5 +422,8 @@ def build_batch(items: Sequence[Any]) -> TaskBatch:
     return batch
 
 
-#: States accepted by filters; mirrors taskqueue.task.STATES.
-STATES_FILTER = ("queued", "scheduled", "running", "done", "failed", "cancelled")
+def check_state(value: Any) -> TaskState | None:
+    """A state filter: None (every state) or one of STATES."""
+    if value is not None and value not in STATES:
+        raise ValidationError("state", f"must be one of {', '.join(STATES)}, got {value!r}")
+    return value  # type: ignore[no-any-return]

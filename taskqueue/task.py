@@ -1,13 +1,37 @@
-"""The value objects handed to callers: a task row and a pool row."""
+"""The value types handed to and from callers: task states, claim order, a task, a pool, an enqueue spec."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict, get_args
 
-STATES = ("queued", "scheduled", "running", "done", "failed", "cancelled")
-FINISHED_STATES = ("done", "failed", "cancelled")
+#: A task's state; ``scheduled`` waits for its run_at.
+TaskState = Literal["queued", "scheduled", "running", "done", "failed", "cancelled"]
+STATES: tuple[TaskState, ...] = get_args(TaskState)
+FINISHED_STATES: tuple[TaskState, ...] = ("done", "failed", "cancelled")
+
+#: Claim order among tasks that fit: smallest priority first ("min"), or largest ("max").
+Order = Literal["min", "max"]
+ORDERS: tuple[Order, ...] = get_args(Order)
+
+
+class _PayloadOf(TypedDict):
+    payload: Any
+
+
+class EnqueueSpec(_PayloadOf, total=False):
+    """One task of ``enqueue_many``: ``payload`` and any of ``enqueue``'s keywords."""
+
+    queue: str
+    priority: int
+    required: int
+    pool: str | None
+    run_at: dt.datetime | None
+    delay: float | None
+    max_attempts: int
+    dedupe_key: str | None
+    estimate: float | None
 
 
 @dataclass(slots=True)
@@ -25,7 +49,7 @@ class Task:
     priority: int
     required: int
     pool: str | None
-    state: str
+    state: TaskState
     attempts: int
     max_attempts: int
     run_at: dt.datetime

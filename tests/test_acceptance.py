@@ -170,7 +170,7 @@ def test_two_workers_run_every_task_once_within_pools_and_capacity(
 
     big = workers.start("worker", "--capacity", "4")  # overrides the Worker's own capacity of 10
     small = workers.start("small_worker")  # capacity 3
-    wait_for(lambda: tq.stats()["by_state"]["done"] == 240, 180, "all 240 tasks done", interval=0.2)
+    wait_for(lambda: tq.stats().by_state["done"] == 240, 180, "all 240 tasks done", interval=0.2)
 
     for proc in (big, small):
         assert proc.poll() is None, workers.stderr(proc)
@@ -193,7 +193,7 @@ def test_two_workers_run_every_task_once_within_pools_and_capacity(
     assert all(p.running == 0 for p in tq.pools())
 
     stats = json.loads(run_cli(dsn, "stats", "--json").stdout)
-    assert stats["by_state"]["done"] == 240 and stats["by_state"]["running"] == 0
+    assert stats.by_state["done"] == 240 and stats.by_state["running"] == 0
 
 
 # -- wake-ups and timing -----------------------------------------------------------
@@ -281,4 +281,4 @@ def test_demo_runs_and_proves_its_rules(dsn: str, tq: TaskQueue) -> None:
     assert "all rules held" in result.stdout
     for heading in ("peak running vs limit", "peak in use vs capacity", "wait by priority"):
         assert heading in result.stdout
-    assert tq.stats()["total"] == 0, "the demo works in its own schema"
+    assert tq.stats().total == 0, "the demo works in its own schema"

@@ -74,7 +74,7 @@ def test_bad_json_payload_is_one_line_error(dsn: str) -> None:
 
 def test_negative_size_is_one_line_error_and_writes_nothing(dsn: str, tq: TaskQueue) -> None:
     assert_one_line_error(run_cli("enqueue", "{}", "--required", "-1", dsn=dsn), 2, "required")
-    assert tq.stats()["total"] == 0
+    assert tq.stats().total == 0
 
 
 def test_unreachable_dsn_is_one_line_error() -> None:
@@ -149,8 +149,8 @@ def test_enqueue_file_loads_every_line(dsn: str, tq: TaskQueue, tmp_path: Path) 
     assert result.returncode == 0, result.stderr
     assert "12001" in result.stdout
     stats = tq.stats()
-    assert stats["by_queue"]["bulk"]["queued"] == 12_000
-    assert stats["by_queue"]["bulk"]["scheduled"] == 1
+    assert stats.by_queue["bulk"]["queued"] == 12_000
+    assert stats.by_queue["bulk"]["scheduled"] == 1
     assert {t.pool for t in tq.tasks(queue="bulk", state="queued", limit=20)} == {f"10.0.{i}.0/24" for i in range(5)}
 
 
@@ -177,7 +177,7 @@ def test_enqueue_file_with_bad_lines_reports_each_and_writes_nothing(dsn: str, t
     assert "6003" not in " ".join(line for line in errors if line.startswith("error: line"))
     assert errors[-1].startswith("error: 6 bad lines") and "nothing was written" in errors[-1]
     assert "6001, 6002, 6004, 6005, 6006, 6007" in errors[-1]
-    assert tq.stats()["total"] == 0
+    assert tq.stats().total == 0
 
 
 def test_enqueue_file_from_stdin_with_option_defaults_and_missing_file(dsn: str, tq: TaskQueue) -> None:
@@ -258,7 +258,7 @@ def test_rescue_requeues_expired_lease(dsn: str, tq: TaskQueue) -> None:
     expires = claimed.lease_expires_at
     assert expires is not None
     while time.monotonic() < deadline:  # the lease runs out on the database's clock
-        if dt.datetime.fromisoformat(tq.stats()["database_time"]) > expires:
+        if tq.stats().database_time > expires:
             break
         time.sleep(0.05)
     result = run_cli("rescue", dsn=dsn)

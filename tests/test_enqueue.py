@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from taskqueue import TaskQueue, ValidationError
+from taskqueue.db import listen
 from taskqueue.dsn import to_sqlalchemy_url
 
 
@@ -24,7 +25,7 @@ def count_tasks(dsn: str) -> int:
 @pytest.fixture
 def listener(tq: TaskQueue) -> Iterator[psycopg.Connection]:
     conn = psycopg.connect(tq.dsn, autocommit=True)
-    tq.store.listen(conn)
+    listen(conn, tq.channel)
     try:
         yield conn
     finally:
@@ -451,7 +452,8 @@ def test_store_driver_statements_have_no_literal_colons() -> None:
     """The driver-side statements are converted textually; a ':word' in a literal would be mangled."""
     import re
 
-    from taskqueue.store import DRIVER, SQL
+    from taskqueue.db import DRIVER
+    from taskqueue.sql import STATEMENTS as SQL
 
     for name in DRIVER:
         literals = re.findall(r"'[^']*'", SQL[name])

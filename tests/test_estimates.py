@@ -8,12 +8,12 @@ import random
 import pytest
 
 from taskqueue import TaskQueue, ValidationError
-from taskqueue.store_registry import RegistryStore
+from taskqueue.store import registry as registry_ops
 
 
 def heads(tq: TaskQueue, *, queues: list[str] | None = None, limit: int = 1000, descending: bool = False) -> list[int]:
-    with tq.engine.begin() as conn:
-        return [h.id for h in RegistryStore().waiting_heads(conn, queues=queues, limit=limit, descending=descending)]
+    found = tq.db.run(registry_ops.waiting_heads(queues=queues, limit=limit, descending=descending))
+    return [h.id for h in found]
 
 
 def test_estimate_is_stored_from_enqueue_and_enqueue_many(tq: TaskQueue) -> None:
@@ -33,7 +33,7 @@ def test_bad_estimates_are_refused_before_anything_is_written(tq: TaskQueue, bad
         tq.enqueue({}, estimate=bad)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=r"specs\[1\]\.estimate"):
         tq.enqueue_many([{"payload": 1}, {"payload": 2, "estimate": bad}])
-    assert tq.stats()["total"] == 0
+    assert tq.stats().total == 0
 
 
 def test_completions_teach_the_queue_its_run_time(tq: TaskQueue, dsn: str) -> None:
@@ -45,8 +45,7 @@ def test_completions_teach_the_queue_its_run_time(tq: TaskQueue, dsn: str) -> No
     tq.complete_many([(t, None) for t in tasks[:8]])  # batched: every task counts
     for t in tasks[8:]:
         tq.complete(t)  # one at a time: one task in eight (by id) counts
-    with tq.engine.begin() as conn:
-        learnt = RegistryStore().learnt_estimates(conn, ["learn", "other"])
+    learnt = tq.db.run(registry_ops.learnt_estimates(["learn", "other"]))
     assert set(learnt) == {"learn"}
     assert 2.9 < learnt["learn"] < 3.5
     [(finished,)] = sql(dsn, "SELECT sum(finished) FROM taskqueue.queue_estimates")

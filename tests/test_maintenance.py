@@ -9,15 +9,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
 
 from taskqueue import Task, TaskQueue, Worker
 from taskqueue.maintenance import Leader, Maintainer, Pruner, Rescuer, leader_key
-from tests.support.worker_app import build_worker, read_log
 from tests.support.polling import sql, wait_for
+from tests.support.worker_app import build_worker, read_log
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT = 10.0

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from taskqueue import TaskQueue
+from taskqueue import PoolStats, TaskQueue
 
 
 def parked(dsn: str) -> list[int]:
@@ -79,14 +79,14 @@ def test_every_way_a_pool_gets_room_unparks(full_pool, dsn: str, how: str) -> No
 
 def test_stats_count_parked_tasks_per_pool(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]
     tq, running, waiting, plain = full_pool
-    assert tq.stats()["parked"] == 0
+    assert tq.stats().parked == 0
     assert tq.claim().id == plain  # type: ignore[union-attr]
     stats = tq.stats()
-    assert stats["parked"] == len(waiting)
-    assert stats["pools"] == [{"name": "net", "limit": 1, "running": 1, "parked": len(waiting)}]
-    assert stats["by_state"]["queued"] == len(waiting)  # parked tasks are still queued
+    assert stats.parked == len(waiting)
+    assert stats.pools == (PoolStats("net", limit=1, running=1, parked=len(waiting)),)
+    assert stats.by_state["queued"] == len(waiting)  # parked tasks are still queued
     tq.complete(running)
-    assert tq.stats()["pools"] == [{"name": "net", "limit": 1, "running": 0, "parked": 0}]
+    assert tq.stats().pools == (PoolStats("net", limit=1, running=0, parked=0),)
 
 
 def test_parking_rolls_back_with_a_peek(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]

@@ -23,14 +23,15 @@ SMALL = {"queue": "mix", "priority": 5, "required": 1, "estimate": 0.05}
 LARGE = {"queue": "mix", "priority": 0, "required": 4, "estimate": 0.05}
 
 
-def stream_worker(policy: str) -> Worker:
+def stream_worker(policy: str, release: threading.Event | None = None) -> Worker:
+    """Capacity 4; a task sleeps payload["sleep"] seconds, or until ``release`` when it is the anchor."""
     worker = Worker(queues=["mix"], capacity=4, concurrency=4, policy=policy, lease=5.0, poll_interval=0.5,
                     grace=2.0, maintenance=False)
-    pause = threading.Event()
+    pause = release or threading.Event()
 
     @worker.handler("mix")
     def run(task: Task) -> None:
-        pause.wait(float(task.payload["sleep"]))
+        pause.wait(30.0 if task.payload.get("anchor") else float(task.payload["sleep"]))
 
     return worker
 
@@ -71,13 +72,21 @@ def small_started_after(dsn: str, large: int) -> int:
 
 
 def test_greedy_starves_the_large_task(tq: TaskQueue, dsn: str) -> None:
-    worker = stream_worker("greedy")
-    with Feeder(tq, dsn), running(worker, tq):
-        assert wait_for(lambda: sql(dsn, "SELECT count(*) FROM taskqueue.tasks WHERE state = 'running'")[0][0] == 4)
-        large = tq.enqueue({"sleep": 0.01}, **LARGE)
-        # Sixty small tasks go past it; it never finds 4 free at once.
-        assert wait_for(lambda: small_started_after(dsn, large) >= 60, timeout=60)
-        assert tq.get(large).state == "queued"  # type: ignore[union-attr]
+    # One long small task (the anchor) keeps a unit busy throughout, so 4 are
+    # never free at once: greedy fills the other 3 with the stream, forever.
+    release = threading.Event()
+    worker = stream_worker("greedy", release)
+    tq.enqueue({"anchor": True}, **{**SMALL, "priority": 4})
+    try:
+        with Feeder(tq, dsn), running(worker, tq):
+            assert wait_for(lambda: sql(dsn, "SELECT count(*) FROM taskqueue.tasks WHERE state = 'running'")[0][0] == 4)
+            large = tq.enqueue({"sleep": 0.01}, **LARGE)
+            # Sixty small tasks go past it, and it is still waiting.
+            assert wait_for(lambda: small_started_after(dsn, large) >= 60, timeout=60)
+            assert tq.get(large).state == "queued"  # type: ignore[union-attr]
+            release.set()
+    finally:
+        release.set()
 
 
 @pytest.mark.parametrize("policy", ["backfill", "strict"])

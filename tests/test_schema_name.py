@@ -23,8 +23,8 @@ def test_non_default_schema_is_isolated(tq: TaskQueue, dsn: str) -> None:
         assert other.pools() == [Pool("p", 1, 1)] and tq.pools() == []
         other.complete(task)
         assert tq.get(mine).state == "running"  # type: ignore[union-attr]
-        assert other.stats()["by_state"]["done"] == 1 and tq.stats()["by_state"]["done"] == 0
-        assert tq.store.channel != other.store.channel
+        assert other.stats().by_state["done"] == 1 and tq.stats().by_state["done"] == 0
+        assert tq.channel != other.channel
     with psycopg.connect(dsn) as conn:
         names = {
             r[0]
@@ -68,4 +68,4 @@ def test_context_manager_and_close(dsn: str) -> None:
         q.enqueue("x")
     q.close()  # closing twice is harmless
     with TaskQueue(dsn) as again:
-        assert again.stats()["by_state"]["queued"] == 1
+        assert again.stats().by_state["queued"] == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psycopg
 
-from taskqueue import TaskQueue
+from taskqueue import PoolStats, TaskQueue
 from taskqueue.task import STATES
 
 EXPECTED_STATES = {"queued", "scheduled", "running", "done", "failed", "cancelled"}
@@ -12,10 +12,10 @@ EXPECTED_STATES = {"queued", "scheduled", "running", "done", "failed", "cancelle
 
 def test_empty_stats_have_every_state_with_zero(tq: TaskQueue) -> None:
     stats = tq.stats()
-    assert set(stats["by_state"]) == EXPECTED_STATES == set(STATES)
-    assert all(v == 0 for v in stats["by_state"].values())
-    assert stats["total"] == 0
-    assert stats["pools"] == []
+    assert set(stats.by_state) == EXPECTED_STATES == set(STATES)
+    assert all(v == 0 for v in stats.by_state.values())
+    assert stats.total == 0
+    assert stats.pools == ()
 
 
 def test_stats_count_every_state(tq: TaskQueue, dsn: str) -> None:
@@ -34,7 +34,7 @@ def test_stats_count_every_state(tq: TaskQueue, dsn: str) -> None:
         conn.execute("UPDATE taskqueue.tasks SET run_at = now() - interval '1 s' WHERE id = %s", (due,))
     stats = tq.stats()
     # A due scheduled task is reported as queued.
-    assert stats["by_state"] == {
+    assert stats.by_state == {
         "queued": 5,
         "scheduled": 1,
         "running": 1,
@@ -42,9 +42,9 @@ def test_stats_count_every_state(tq: TaskQueue, dsn: str) -> None:
         "failed": 1,
         "cancelled": 2,
     }
-    assert stats["total"] == 11
-    assert stats["by_queue"]["b"]["queued"] == 2 and stats["by_queue"]["b"]["done"] == 0
-    assert stats["pools"] == [{"name": "p", "limit": 5, "running": 1, "parked": 0}]
+    assert stats.total == 11
+    assert stats.by_queue["b"]["queued"] == 2 and stats.by_queue["b"]["done"] == 0
+    assert stats.pools == (PoolStats("p", limit=5, running=1, parked=0),)
     assert t4.state == "running"
-    assert stats["throughput_per_second"] > 0
-    assert sum(w["waiting"] for w in stats["waiting_by_priority"]) == 5
+    assert stats.throughput_per_second > 0
+    assert sum(w.waiting for w in stats.waiting_by_priority) == 5

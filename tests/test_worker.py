@@ -19,12 +19,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
-from taskqueue import Permanent, Retry, Task, TaskQueue, TaskQueueError, ValidationError, Worker
-from tests.support.worker_app import read_log
+from taskqueue import (
+    Permanent,
+    Retry,
+    Task,
+    TaskQueue,
+    TaskQueueError,
+    ValidationError,
+    Worker,
+)
 from tests.support.polling import sql, wait_for
+from tests.support.worker_app import read_log
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT = 10.0  # generous bound for "eventually" (never a speed claim)
@@ -238,8 +245,9 @@ def test_an_idle_worker_is_woken_by_enqueue_in_under_a_second(tq: TaskQueue) -> 
     w = new_worker(queues=["wake"], poll_interval=60.0)
     started = threading.Event()
     w.handler("wake")(lambda task: started.set())
+    w.signals.init()
     with running(w, tq):
-        time.sleep(0.2)  # let it settle into its idle wait
+        assert w.signals.claimed.wait() == []  # an empty round: the claimer now sleeps until woken
         t0 = time.monotonic()
         tq.enqueue({}, queue="wake")
         assert started.wait(WAIT)
@@ -289,16 +297,16 @@ def test_the_worker_survives_losing_its_listen_connection(tq: TaskQueue, dsn: st
     w = new_worker(queues=["l"], poll_interval=60.0)
     started = threading.Event()
     w.handler("l")(lambda task: started.set())
+    w.signals.init()
     with running(w, tq):
-        assert w.listener is not None and w.listener.connects == 1
+        assert w.signals.listening.wait() == 1
         killed = sql(
             dsn,
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE application_name = 'taskqueue-listener' AND datname = current_database()",
         )
         assert killed == [(True,)]
-        assert wait_for(lambda: w.listener.connects == 2 and w.listener.connected.is_set())
-        time.sleep(0.1)
+        assert w.signals.listening.wait() == 2  # LISTEN again
         t0 = time.monotonic()
         tq.enqueue({}, queue="l")
         assert started.wait(WAIT)
@@ -308,19 +316,25 @@ def test_the_worker_survives_losing_its_listen_connection(tq: TaskQueue, dsn: st
 # -- heartbeats and lost leases ---------------------------------------------
 def test_heartbeats_keep_a_long_task_alive_past_its_lease(tq: TaskQueue) -> None:
     w = new_worker(queues=["long"], lease=0.6, maintenance=True, maintenance_interval=0.1)
-    started = threading.Event()
+    started, finish = threading.Event(), threading.Event()
 
     @w.handler("long")
     def long(task: Task) -> str:
         started.set()
-        time.sleep(2.0)  # over three leases; the heartbeat must carry it
+        finish.wait(WAIT)
         return "made it"
 
+    w.signals.init()
     task_id = tq.enqueue({}, queue="long")
     with running(w, tq):
         assert started.wait(WAIT)
-        assert wait_for(lambda: tq.get(task_id).finished)
-        assert w.maintainer is not None and w.maintainer.rounds > 0  # the rescuer was running
+        for _ in range(10):  # ten beats of a third of the lease: over three leases
+            assert w.signals.beaten.wait() == 0  # nothing lost
+        while not w.signals.maintained.wait():  # and the rescuer ran meanwhile, as the leader
+            pass
+        assert tq.get(task_id).state == "running"
+        finish.set()
+        assert w.signals.recorded.wait() == {task_id: "done"}
     task = tq.get(task_id)
     assert (task.state, task.attempts, task.result) == ("done", 1, "made it")
 

@@ -11,13 +11,18 @@
 --    fits whole, so its best row is one probe of ix_tasks_fit
 --    (queue, bucket, priority, id): at most 124 probes, one per bucket.
 -- 2. The boundary bucket holds tasks that fit and tasks that do not. Only
---    rows better than the best of step 1 matter. First a short walk of the
---    bucket in claim order (c_walk rows): enough when fitting rows are not
---    rare there. Else the distinct required values of the bucket's fitting
---    range [bucket floor, p_remaining] are visited in ix_tasks_fit_exact
---    (queue, required, priority, id), one probe each for the best row of a
---    value: cheap exactly when the walk was not, since the rows that do not
---    fit lie above p_remaining and are never visited.
+--    rows better than the best of step 1 matter. Two searches take turns,
+--    with budgets that grow (64, 1024, 16384, ... rows walked; 32, 256,
+--    2048, ... values visited): a walk of the bucket in claim order
+--    (done at the first fit), and a visit of the distinct required values of
+--    the bucket's fitting range [bucket floor, p_remaining] in
+--    ix_tasks_fit_exact (queue, required, priority, id), one probe each for
+--    the best row of a value (done when every value was visited). The walk is
+--    cheap when fitting rows are not rare in the bucket; the visit is cheap
+--    when they are, since the rows that do not fit lie above p_remaining and
+--    are never visited. The cost is about twice the cheaper of the two: it
+--    grows only with the boundary bucket's rows when both are dense and
+--    ordered against each other (see docs/performance.md).
 --
 -- Descending order reads each probe as "the rest of this priority, else the
 -- highest priority below it" (two probes), since id stays ascending.
@@ -39,7 +44,6 @@ SET search_path FROM CURRENT
 SET plan_cache_mode = force_generic_plan
 AS $fn$
 DECLARE
-    c_walk CONSTANT integer := 64;
     v_lp integer := CASE WHEN p_descending THEN (-p_lk)::integer ELSE p_lk::integer END;
     v_bb integer := CASE WHEN p_remaining >= 2147483647 THEN 124 ELSE required_bucket(p_remaining::integer) END;
     v_lo integer;
@@ -47,8 +51,16 @@ DECLARE
     v_bid bigint := 9223372036854775807;
     v_q text;
     v_walked integer;
-    v_before integer;
+    v_last bigint[];
     v_fid bigint;
+    v_wk bigint;
+    v_wid bigint;
+    v_wp integer;
+    v_r integer;
+    v_walk integer;
+    v_visit integer;
+    v_values integer[];
+    v_visited integer;
 BEGIN
     -- 1. Whole buckets: one probe each.
     IF v_bb > 0 AND NOT p_descending THEN
@@ -89,79 +101,122 @@ BEGIN
         RETURN;  -- no limit on required: every bucket was whole
     END IF;
 
-    -- 2. The boundary bucket, queue by queue, for rows better than the best so far.
+    -- 2. The boundary bucket, queue by queue, for rows better than the best so
+    -- far. Walk and visit take turns with growing budgets (a walked row, read
+    -- in index order, costs several times less than a visited value's probe),
+    -- so the cost stays within a small factor of the cheaper of the two.
     v_lo := CASE WHEN v_bb < 16 THEN v_bb ELSE (4 + v_bb % 4) << (v_bb / 4 - 2) END;
     FOREACH v_q IN ARRAY p_queues LOOP
-        -- 2a. A short walk in claim order.
-        SELECT count(*), count(*) FILTER (WHERE (w.k1, w.id) < (v_bk, v_bid)),
-               (array_agg(w.id ORDER BY w.k1, w.id)
-                    FILTER (WHERE w.required <= p_remaining AND (w.k1, w.id) < (v_bk, v_bid)))[1]
-          INTO v_walked, v_before, v_fid
-          FROM ((SELECT t.id, CASE WHEN p_descending THEN -t.priority::bigint ELSE t.priority END AS k1, t.required
-                   FROM tasks t
-                  WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full)) AND t.bucket = v_bb
-                    AND NOT p_descending AND (t.priority, t.id) > (v_lp, p_lid)
-                  ORDER BY t.priority, t.id LIMIT c_walk)
-                UNION ALL
-                (SELECT t.id, -t.priority::bigint, t.required FROM tasks t
-                  WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full)) AND t.bucket = v_bb
-                    AND p_descending AND (t.priority, t.id) > (v_lp, p_lid) AND t.priority <= v_lp
-                  ORDER BY t.priority, t.id LIMIT c_walk)
-                UNION ALL
-                (SELECT t.id, -t.priority::bigint, t.required
-                  FROM (SELECT s.priority FROM tasks s WHERE s.state = 'queued' AND NOT s.parked AND s.queue = v_q AND s.bucket = v_bb AND s.priority < v_lp AND (s.pool IS NULL OR s.pool <> ALL (p_full)) AND p_descending ORDER BY s.priority DESC LIMIT 1) g
-                  CROSS JOIN LATERAL (
-                      SELECT t.* FROM tasks t
-                       WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full)) AND t.bucket = v_bb AND p_descending
-                         AND t.priority >= g.priority AND t.priority <= g.priority
-                       ORDER BY t.priority, t.id LIMIT c_walk) t)
-                LIMIT c_walk) w;
+        v_wk := p_lk;
+        v_wid := p_lid;
+        v_wp := v_lp;
+        v_r := v_lo - 1;
+        v_walk := 64;
+        v_visit := 32;
+        LOOP
+            -- 2a. Walk the bucket in claim order from where the last walk stopped.
+            SELECT count(*), max(ARRAY[w.k1, w.id]),
+                   (array_agg(w.id ORDER BY w.k1, w.id) FILTER (WHERE w.required <= p_remaining))[1]
+              INTO v_walked, v_last, v_fid
+              FROM ((SELECT t.id, t.priority::bigint AS k1, t.required FROM tasks t
+                      WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                        AND t.bucket = v_bb AND NOT p_descending
+                        AND (t.priority, t.id) > (v_wp, v_wid) AND (t.priority, t.id) < (v_bk, v_bid)
+                      ORDER BY t.priority, t.id LIMIT v_walk)
+                    UNION ALL
+                    (SELECT t.id, -t.priority::bigint, t.required FROM tasks t
+                      WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                        AND t.bucket = v_bb AND p_descending
+                        AND (t.priority, t.id) > (v_wp, v_wid) AND t.priority <= v_wp
+                      ORDER BY t.priority, t.id LIMIT v_walk)
+                    UNION ALL
+                    (SELECT t.id, -t.priority::bigint, t.required
+                       FROM (SELECT s.priority FROM tasks s
+                              WHERE s.state = 'queued' AND NOT s.parked AND s.queue = v_q AND (s.pool IS NULL OR s.pool <> ALL (p_full))
+                                AND s.bucket = v_bb AND s.priority < v_wp AND p_descending
+                              ORDER BY s.priority DESC LIMIT 1) g
+                      CROSS JOIN LATERAL (
+                          SELECT t.* FROM tasks t
+                           WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                             AND t.bucket = v_bb AND t.priority >= g.priority AND t.priority <= g.priority
+                           ORDER BY t.priority, t.id LIMIT v_walk) t)
+                    LIMIT v_walk) w
+             WHERE (w.k1, w.id) < (v_bk, v_bid);
+            IF v_fid IS NOT NULL THEN
+                SELECT t.id, CASE WHEN p_descending THEN -t.priority::bigint ELSE t.priority END, t.required, t.pool
+                  INTO id, k1, required, pool
+                  FROM tasks t WHERE t.id = v_fid;
+                v_bk := k1;
+                v_bid := id;
+                EXIT;  -- the first fit in claim order: nothing before it fits
+            END IF;
+            -- Ascending, a short walk reached the best so far (or the end).
+            EXIT WHEN v_walked < v_walk AND NOT p_descending;
+            IF v_walked > 0 THEN
+                v_wk := v_last[1];
+                v_wid := v_last[2];
+                v_wp := CASE WHEN p_descending THEN (-v_wk)::integer ELSE v_wk::integer END;
+            ELSIF p_descending AND v_walked = 0 THEN
+                EXIT;  -- nothing left before the best in this bucket
+            END IF;
 
-        -- 2b. The walk settled nothing: visit the fitting range's distinct values.
-        IF v_fid IS NULL AND v_before = v_walked AND (v_walked = c_walk OR p_descending) THEN
-            WITH RECURSIVE v(r) AS (
+            -- 2b. Visit the next distinct values of the fitting range [v_lo,
+            -- p_remaining], one probe each for its best row past the walk.
+            WITH RECURSIVE v(r, n) AS (
                 SELECT (SELECT t.required FROM tasks t
-                         WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                           AND t.required >= v_lo AND t.required <= p_remaining
-                         ORDER BY t.required LIMIT 1)
+                         WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q
+                           AND t.required > v_r AND t.required <= p_remaining
+                         ORDER BY t.required LIMIT 1), 1
                 UNION ALL
                 SELECT (SELECT t.required FROM tasks t
-                         WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                         WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q
                            AND t.required > v.r AND t.required <= p_remaining
-                         ORDER BY t.required LIMIT 1)
-                  FROM v WHERE v.r IS NOT NULL
+                         ORDER BY t.required LIMIT 1), v.n + 1
+                  FROM v WHERE v.r IS NOT NULL AND v.n < v_visit
             )
-            SELECT c.id INTO v_fid
-              FROM v CROSS JOIN LATERAL (
-                   (SELECT t.id, t.priority::bigint AS k1 FROM tasks t
-                     WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full)) AND t.required = v.r
-                       AND NOT p_descending AND (t.priority, t.id) > (v_lp, p_lid)
-                     ORDER BY t.priority, t.id LIMIT 1)
-                   UNION ALL
-                   (SELECT t.id, -t.priority::bigint FROM tasks t
-                     WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full)) AND t.required = v.r
-                       AND p_descending AND (t.priority, t.id) > (v_lp, p_lid) AND t.priority <= v_lp
-                     ORDER BY t.priority, t.id LIMIT 1)
-                   UNION ALL
-                   (SELECT t.id, -t.priority::bigint
-                     FROM (SELECT s.priority FROM tasks s WHERE s.state = 'queued' AND NOT s.parked AND s.queue = v_q AND s.required = v.r AND s.priority < v_lp AND (s.pool IS NULL OR s.pool <> ALL (p_full)) AND p_descending ORDER BY s.priority DESC LIMIT 1) g
-                     CROSS JOIN LATERAL (
-                         SELECT t.* FROM tasks t
-                          WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full)) AND t.required = v.r AND p_descending
-                            AND t.priority >= g.priority AND t.priority <= g.priority
-                          ORDER BY t.priority, t.id LIMIT 1) t)
-                   LIMIT 1) c
-             WHERE v.r IS NOT NULL AND (c.k1, c.id) < (v_bk, v_bid)
-             ORDER BY c.k1, c.id LIMIT 1;
-        END IF;
-
-        IF v_fid IS NOT NULL THEN
-            SELECT t.id, CASE WHEN p_descending THEN -t.priority::bigint ELSE t.priority END, t.required, t.pool
-              INTO id, k1, required, pool
-              FROM tasks t WHERE t.id = v_fid;
-            v_bk := k1;
-            v_bid := id;
-        END IF;
+            SELECT array_agg(v.r ORDER BY v.r) INTO v_values FROM v WHERE v.r IS NOT NULL;
+            v_visited := COALESCE(cardinality(v_values), 0);
+            IF v_visited > 0 THEN
+                v_r := v_values[v_visited];
+                SELECT c.id INTO v_fid
+                  FROM unnest(v_values) AS v(r) CROSS JOIN LATERAL (
+                       (SELECT t.id, t.priority::bigint AS k1 FROM tasks t
+                         WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                           AND t.required = v.r AND NOT p_descending AND (t.priority, t.id) > (v_wp, v_wid)
+                         ORDER BY t.priority, t.id LIMIT 1)
+                       UNION ALL
+                       (SELECT t.id, -t.priority::bigint FROM tasks t
+                         WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                           AND t.required = v.r AND p_descending
+                           AND (t.priority, t.id) > (v_wp, v_wid) AND t.priority <= v_wp
+                         ORDER BY t.priority, t.id LIMIT 1)
+                       UNION ALL
+                       (SELECT t.id, -t.priority::bigint
+                          FROM (SELECT s.priority FROM tasks s
+                                 WHERE s.state = 'queued' AND NOT s.parked AND s.queue = v_q AND (s.pool IS NULL OR s.pool <> ALL (p_full))
+                                   AND s.required = v.r AND s.priority < v_wp AND p_descending
+                                 ORDER BY s.priority DESC LIMIT 1) g
+                         CROSS JOIN LATERAL (
+                             SELECT t.* FROM tasks t
+                              WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                                AND t.required = v.r AND t.priority >= g.priority AND t.priority <= g.priority
+                              ORDER BY t.priority, t.id LIMIT 1) t)
+                       LIMIT 1) c
+                 WHERE (c.k1, c.id) < (v_bk, v_bid)
+                 ORDER BY c.k1, c.id LIMIT 1;
+                IF v_fid IS NOT NULL THEN  -- a better bound for the walk, and a candidate
+                    SELECT t.id, CASE WHEN p_descending THEN -t.priority::bigint ELSE t.priority END,
+                           t.required, t.pool
+                      INTO id, k1, required, pool
+                      FROM tasks t WHERE t.id = v_fid;
+                    v_bk := k1;
+                    v_bid := id;
+                END IF;
+            END IF;
+            EXIT WHEN v_visited < v_visit;  -- every fitting value was visited
+            v_walk := v_walk * 16;
+            v_visit := v_visit * 8;
+        END LOOP;
     END LOOP;
 END
 $fn$;

@@ -7,21 +7,28 @@ line with exit status 2 (usage) or 1 (anything else), never a traceback.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-import sqlalchemy.exc
 import typer
 
 from ..errors import TaskQueueError, ValidationError
 from . import admin, check, dashboard, demo, enqueue, inspect, pools, simulate, worker
 from .common import CliError, Connection, DsnOption, SchemaOption
 
-try:  # typer >= 0.16 vendors click; its exceptions are the ones raised here
-    from typer._click import exceptions as click_exceptions  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - older typer uses click itself
-    from click import exceptions as click_exceptions
+
+def _click_exceptions() -> Any:
+    """typer >= 0.16 vendors click, and its exceptions are the ones raised; older typer uses click itself."""
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:  # pragma: no cover - older typer
+        return importlib.import_module("click.exceptions")
+
+
+click_exceptions = _click_exceptions()
 
 app = typer.Typer(
     name="taskqueue",
@@ -56,21 +63,6 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-def _database_error(exc: sqlalchemy.exc.DBAPIError) -> tuple[str, int]:
-    import psycopg.errors
-
-    orig = exc.orig
-    if isinstance(orig, (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedFunction, psycopg.errors.InvalidSchemaName)):
-        return (
-            "the queue schema is missing or out of date in this database; run `taskqueue migrate` first"
-            f" ({_first_line(str(orig))})",
-            1,
-        )
-    if isinstance(exc, sqlalchemy.exc.OperationalError) or isinstance(orig, psycopg.OperationalError):
-        return f"cannot reach the database: {_first_line(str(orig))}", 1
-    return f"database error: {_first_line(str(orig))}", 1
-
-
 def describe(exc: BaseException) -> tuple[str, int]:
     """The one-line message and exit status for an exception that reached the top."""
     if isinstance(exc, click_exceptions.UsageError):
@@ -81,12 +73,8 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return str(exc), exc.code
     if isinstance(exc, ValidationError):
         return str(exc), 2
-    if isinstance(exc, TaskQueueError):
+    if isinstance(exc, TaskQueueError):  # DatabaseError included: its message is already one line
         return _first_line(str(exc)), 1
-    if isinstance(exc, sqlalchemy.exc.DBAPIError):
-        return _database_error(exc)
-    if isinstance(exc, sqlalchemy.exc.SQLAlchemyError):
-        return f"database error: {_first_line(str(exc))}", 1
     if isinstance(exc, OSError):
         return _first_line(str(exc)) or type(exc).__name__, 1
     return f"{type(exc).__name__}: {_first_line(str(exc))}", 1

@@ -59,6 +59,17 @@ class CliError(TaskQueueError):
         self.code = code
 
 
+def group_app(help: str) -> typer.Typer:
+    """A command group that also runs on its own (``pools``, ``tasks``), with the one-line error style."""
+    return typer.Typer(
+        help=help,
+        invoke_without_command=True,
+        no_args_is_help=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
+
 def settings(ctx: typer.Context | None, dsn: str | None, schema: str | None) -> tuple[str | None, str]:
     """The command's own options, else the ones given before the command, else defaults."""
     root = ctx.find_root().obj if ctx is not None else None
@@ -96,7 +107,7 @@ def print_json(value: Any) -> None:
 
 def task_dict(task: Any) -> dict[str, Any]:
     """A task for JSON output; the lease token is a secret of its holder and stays out."""
-    data = jsonable(task)
+    data: dict[str, Any] = jsonable(task)
     data.pop("lease_token", None)
     return data
 

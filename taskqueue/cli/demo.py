@@ -17,26 +17,31 @@ database's own timestamps with the rules:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
-import statistics
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
 from rich.console import Group
 from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from ..network import network_pool
 from ..queue import TaskQueue
-from ..task import Task
+from ..store.requests import Op, execute
+from ..task import EnqueueSpec, Task
 from .common import DsnOption, err, out, settings
+from .demo_record import Recorder, Verdict, summarize
 
 DEMO_SCHEMA = "taskqueue_demo"
 QUEUE = "demo"
@@ -53,63 +58,12 @@ NETWORKS: tuple[tuple[str, int], ...] = (
 WORKERS: tuple[tuple[str, int], ...] = (("small", 4), ("medium", 8), ("large", 12))
 PRIORITY_WEIGHTS = (0.15, 0.25, 0.30, 0.30)  # priorities 0 (most urgent) to 3
 SIZE_WEIGHTS = (0.22, 0.20, 0.16, 0.13, 0.10, 0.08, 0.06, 0.05)  # sizes 1 to 8
-#: Clock slack when judging claim order from database timestamps: two claims
-#: this close together may have raced on row locks, which is not an inversion.
-ORDER_SLACK = 0.25
-#: Concurrent claims skip each other's locked rows (SKIP LOCKED), so when two
-#: workers claim at once one may pass over an urgent row the other locked and
-#: then could not take (its pool had just filled). Priority order is exact
-#: per claim, not across racing claims; this share of such races is tolerated.
-INVERSION_SHARE = 0.03
 
 
-@dataclasses.dataclass
-class Run:
-    """What one handler call saw."""
-
-    task_id: int
-    worker: str
-    priority: int
-    required: int
-    pool: str
-    start: float
-    end: float | None = None
-
-
-class Recorder:
-    """The handlers' own log: start/end of every call, and the running peaks."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.runs: list[Run] = []
-        self.in_use: dict[str, int] = defaultdict(int)
-        self.peak_in_use: dict[str, int] = defaultdict(int)
-        self.pool_running: dict[str, int] = defaultdict(int)
-        self.peak_pool: dict[str, int] = defaultdict(int)
-        self.done_by_worker: dict[str, int] = defaultdict(int)
-        self.finished = 0
-        self.all_done = threading.Event()
-        self.expected = 0
-
-    def start(self, worker: str, task: Task) -> Run:
-        run = Run(task.id, worker, task.priority, task.required, task.pool or "-", time.monotonic())
-        with self.lock:
-            self.runs.append(run)
-            self.in_use[worker] += task.required
-            self.peak_in_use[worker] = max(self.peak_in_use[worker], self.in_use[worker])
-            self.pool_running[run.pool] += 1
-            self.peak_pool[run.pool] = max(self.peak_pool[run.pool], self.pool_running[run.pool])
-        return run
-
-    def end(self, run: Run) -> None:
-        with self.lock:
-            run.end = time.monotonic()
-            self.in_use[run.worker] -= run.required
-            self.pool_running[run.pool] -= 1
-            self.done_by_worker[run.worker] += 1
-            self.finished += 1
-            if self.finished >= self.expected:
-                self.all_done.set()
+def delete_everything() -> Op[None]:
+    """Empty the demo's own schema: tasks and pools together, so no pool count outlives its tasks."""
+    yield from execute("delete_all_tasks")
+    yield from execute("delete_all_pools")
 
 
 def make_workers(recorder: Recorder, work_scale: float) -> list[Any]:
@@ -132,9 +86,9 @@ def make_workers(recorder: Recorder, work_scale: float) -> list[Any]:
     return workers
 
 
-def workload(count: int, seed: int) -> list[dict[str, Any]]:
+def workload(count: int, seed: int) -> list[EnqueueSpec]:
     rng = random.Random(seed)
-    specs = []
+    specs: list[EnqueueSpec] = []
     for i in range(count):
         network, _limit = rng.choice(NETWORKS)
         target = network.rsplit(".", 1)[0] + f".{rng.randint(1, 254)}"
@@ -181,146 +135,6 @@ def live_view(progress: Progress, recorder: Recorder, pools: dict[str, int], db_
     return Group(progress, pool_table, worker_table)
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
-@dataclasses.dataclass
-class Verdict:
-    rule: str
-    held: bool
-    detail: str
-
-
-def order_inversions(tasks: list[Task], limits: dict[str, int]) -> list[tuple[Task, Task]]:
-    """Pairs (claimed, skipped): a less urgent task claimed while a more urgent one that fitted kept waiting.
-
-    "Fitted" means: no larger than the claimed task (so it fitted the worker's
-    free capacity) and its pool had room, or was the claimed task's pool.
-    Judged from the database's started_at/finished_at, with ORDER_SLACK.
-    """
-    started = [t for t in tasks if t.started_at is not None]
-    t0 = min((t.created_at for t in tasks), default=None)
-    if t0 is None:
-        return []
-
-    def seconds(value: Any) -> float:
-        return (value - t0).total_seconds()
-
-    start = {t.id: seconds(t.started_at) for t in started}
-    finish = {t.id: seconds(t.finished_at) if t.finished_at else float("inf") for t in started}
-    created = {t.id: seconds(t.created_at) for t in tasks}
-    by_pool: dict[str, list[Task]] = defaultdict(list)
-    for t in started:
-        by_pool[t.pool or "-"].append(t)
-
-    def pool_had_room(pool: str, at: float) -> bool:
-        limit = limits.get(pool)
-        if limit is None:
-            return True
-        busy = sum(
-            1 for t in by_pool[pool] if start[t.id] <= at + ORDER_SLACK and finish[t.id] >= at - ORDER_SLACK
-        )
-        return busy < limit
-
-    found = []
-    for low in started:
-        s_low = start[low.id]
-        for high in started:
-            if high.priority >= low.priority or high.required > low.required:
-                continue
-            if created[high.id] > s_low or start[high.id] <= s_low + ORDER_SLACK:
-                continue
-            if high.pool == low.pool or pool_had_room(high.pool or "-", s_low):
-                found.append((low, high))
-                break
-    return found
-
-
-def summarize(tasks: list[Task], recorder: Recorder, limits: dict[str, int], db_peak: dict[str, int]) -> list[Verdict]:
-    verdicts: list[Verdict] = []
-    table = Table(title="pools: peak running vs limit", title_justify="left")
-    for column in ("pool", "limit", "peak (handlers)", "peak (database)", "tasks"):
-        table.add_column(column, justify="left" if column == "pool" else "right")
-    per_pool = defaultdict(int)
-    for t in tasks:
-        per_pool[t.pool or "-"] += 1
-    pools_ok = True
-    for name, limit in limits.items():
-        peak = recorder.peak_pool.get(name, 0)
-        seen = db_peak.get(name, 0)
-        ok = peak <= limit and seen <= limit
-        pools_ok &= ok
-        style = None if ok else "bold red"
-        table.add_row(name, str(limit), str(peak), str(seen), str(per_pool[name]), style=style)
-    out.print(table)
-    verdicts.append(Verdict("no pool over its limit", pools_ok, "peak running per pool <= its limit"))
-
-    table = Table(title="workers: peak in use vs capacity", title_justify="left")
-    for column in ("worker", "capacity", "peak in use", "tasks run"):
-        table.add_column(column, justify="left" if column == "worker" else "right")
-    workers_ok = True
-    for name, capacity in WORKERS:
-        peak = recorder.peak_in_use.get(name, 0)
-        ok = peak <= capacity
-        workers_ok &= ok
-        table.add_row(name, str(capacity), str(peak), str(recorder.done_by_worker.get(name, 0)),
-                      style=None if ok else "bold red")
-    out.print(table)
-    verdicts.append(Verdict("no worker over its capacity", workers_ok, "peak sum of sizes <= capacity"))
-
-    runs_per_task: dict[int, int] = defaultdict(int)
-    for run in recorder.runs:
-        runs_per_task[run.task_id] += 1
-    not_done = [t.id for t in tasks if t.state != "done"]
-    twice = [i for i, n in runs_per_task.items() if n != 1]
-    never = [t.id for t in tasks if runs_per_task.get(t.id, 0) == 0]
-    once_ok = not not_done and not twice and not never
-    verdicts.append(
-        Verdict(
-            "every task ran exactly once",
-            once_ok,
-            f"{len(tasks)} tasks, {len(not_done)} not done, {len(twice)} run more than once, {len(never)} never run",
-        )
-    )
-
-    started = sorted((t for t in tasks if t.started_at is not None), key=lambda t: (t.started_at, t.id))
-    rank = {t.id: i + 1 for i, t in enumerate(started)}
-    table = Table(title="claim order and wait by priority (0 = most urgent)", title_justify="left")
-    for column in ("priority", "tasks", "mean claim rank", "mean wait", "p95 wait"):
-        table.add_column(column, justify="right")
-    by_priority: dict[int, list[Task]] = defaultdict(list)
-    for t in started:
-        by_priority[t.priority].append(t)
-    for priority in sorted(by_priority):
-        group = by_priority[priority]
-        waits = [(t.started_at - t.created_at).total_seconds() for t in group]
-        table.add_row(
-            str(priority),
-            str(len(group)),
-            f"{statistics.fmean(rank[t.id] for t in group):.0f}",
-            f"{statistics.fmean(waits):.2f} s",
-            f"{percentile(waits, 0.95):.2f} s",
-        )
-    out.print(table)
-    inversions = order_inversions(tasks, limits)
-    allowed = max(2, int(len(tasks) * INVERSION_SHARE))
-    detail = "no less urgent task started while a more urgent one that fitted waited"
-    if inversions:
-        low, high = inversions[0]
-        detail = (
-            f"{len(inversions)} inversion(s), at most {allowed} allowed for claims racing on row locks;"
-            f" e.g. task {low.id} (priority {low.priority}, size {low.required}) started"
-            f" before task {high.id} (priority {high.priority}, size {high.required})"
-        )
-    verdicts.append(Verdict("claims follow priority among tasks that fit", len(inversions) <= allowed, detail))
-    return verdicts
-
-
 def demo(
     ctx: typer.Context,
     tasks: Annotated[int, typer.Option("--tasks", "-n", min=1, max=100_000, help="How many tasks.")] = 240,
@@ -341,8 +155,7 @@ def demo(
     tq = TaskQueue(resolved_dsn, schema=DEMO_SCHEMA, pool_size=5, max_overflow=10)
     try:
         tq.migrate()
-        with tq.engine.begin() as conn:
-            tq.store.delete_everything(conn)
+        tq.db.run(delete_everything())
         limits: dict[str, int] = {}
         for network, limit in NETWORKS:
             name = network_pool(network)
@@ -405,7 +218,7 @@ def run_workers(
     elapsed = time.monotonic() - began
     final = tq.tasks(queue=QUEUE, limit=count + 1000)
     out.print()
-    verdicts = summarize(final, recorder, limits, db_peak)
+    verdicts = summarize(final, recorder, limits, db_peak, WORKERS)
     if timed_out:
         verdicts.append(Verdict("finished in time", False, f"not done after {seconds:g} s"))
     rules = Table(title="rules", title_justify="left")

@@ -12,13 +12,20 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, cast
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from ..errors import ValidationError
 from ..spec import build_spec, build_spec_from_mapping
+from ..task import EnqueueSpec
 from .common import CliError, DsnOption, SchemaOption, err, open_queue
 
 #: Rows per enqueue_many call inside the one transaction.
@@ -39,6 +46,9 @@ def enqueue(
     delay: Annotated[float | None, typer.Option("--delay", help="Seconds before the task may run.")] = None,
     max_attempts: Annotated[
         int | None, typer.Option("--max-attempts", help="Attempts before it fails for good [default: 3].")
+    ] = None,
+    estimate: Annotated[
+        float | None, typer.Option("--estimate", help="Expected run time in seconds, for the scheduling policies.")
     ] = None,
     dedupe_key: Annotated[
         str | None, typer.Option("--dedupe-key", help="At most one active task per key; returns the holder's id.")
@@ -63,8 +73,9 @@ def enqueue(
         "delay": delay,
         "max_attempts": max_attempts,
         "dedupe_key": dedupe_key,
+        "estimate": estimate,
     }
-    options = {k: v for k, v in given.items() if v is not None}
+    options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if file is not None:
         if payload is not None:
             raise CliError("give PAYLOAD_JSON or --file, not both", 2)
@@ -100,7 +111,7 @@ def _lines(handle: IO[str]) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def parse_line(line: str, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+def parse_line(line: str, defaults: dict[str, Any] | None = None) -> EnqueueSpec:
     """One JSON-lines entry as enqueue_many's mapping; ``run_at`` may be an ISO 8601 string."""
     try:
         value = json.loads(line)
@@ -119,7 +130,7 @@ def parse_line(line: str, defaults: dict[str, Any] | None = None) -> dict[str, A
             continue
         value.setdefault(key, default)
     build_spec_from_mapping(value, 0)
-    return value
+    return cast(EnqueueSpec, value)  # checked just above
 
 
 def _describe(exc: ValidationError) -> str:
@@ -138,7 +149,7 @@ def _enqueue_file(
     dsn: str | None,
     schema: str | None,
 ) -> None:
-    entries: list[dict[str, Any]] = []
+    entries: list[EnqueueSpec] = []
     bad: list[int] = []
     handle = _open(path)
     try:

@@ -11,7 +11,7 @@ from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 
-from ..spec import STATES_FILTER
+from ..stats import Stats
 from ..task import STATES
 from .common import (
     CliError,
@@ -20,6 +20,7 @@ from .common import (
     SchemaOption,
     existing_task,
     fmt_seconds,
+    group_app,
     jsonable,
     open_queue,
     out,
@@ -28,37 +29,33 @@ from .common import (
 )
 
 
-def stats_view(stats: dict[str, Any]) -> Group:
+def stats_view(stats: Stats) -> Group:
     """Tables for people: depth by queue and state, waiting by priority, pools, totals."""
     states = Table(title="tasks by queue and state")
     states.add_column("queue")
     for state in STATES:
         states.add_column(state, justify="right")
-    for queue, counts in sorted(stats["by_queue"].items()):
+    for queue, counts in sorted(stats.by_queue.items()):
         states.add_row(queue, *(str(counts.get(s, 0)) for s in STATES))
-    states.add_row("(all)", *(str(stats["by_state"].get(s, 0)) for s in STATES), style="bold")
+    states.add_row("(all)", *(str(stats.by_state.get(s, 0)) for s in STATES), style="bold")
 
     waiting = Table(title="waiting by priority")
     for column in ("queue", "priority", "waiting", "oldest wait"):
         waiting.add_column(column, justify="left" if column == "queue" else "right")
-    for row in stats["waiting_by_priority"]:
-        waiting.add_row(
-            row["queue"], str(row["priority"]), str(row["waiting"]), fmt_seconds(row["oldest_wait_seconds"])
-        )
+    for row in stats.waiting_by_priority:
+        waiting.add_row(row.queue, str(row.priority), str(row.waiting), fmt_seconds(row.oldest_wait_seconds))
 
     pools = Table(title="pools")
     for column in ("pool", "running", "limit", "parked"):
         pools.add_column(column, justify="left" if column == "pool" else "right")
-    for pool in stats["pools"]:
-        pools.add_row(
-            pool["name"], str(pool["running"]), "-" if pool["limit"] is None else str(pool["limit"]), str(pool["parked"])
-        )
+    for pool in stats.pools:
+        pools.add_row(pool.name, str(pool.running), "-" if pool.limit is None else str(pool.limit), str(pool.parked))
 
     summary = (
-        f"total {stats['total']}  ·  parked {stats['parked']}"
-        f"  ·  oldest waiting {fmt_seconds(stats['oldest_waiting_seconds'])}"
-        f"  ·  throughput {stats['throughput_per_second']:.2f}/s (last minute)"
-        f"  ·  at {stats['database_time']}"
+        f"total {stats.total}  ·  parked {stats.parked}"
+        f"  ·  oldest waiting {fmt_seconds(stats.oldest_waiting_seconds)}"
+        f"  ·  throughput {stats.throughput_per_second:.2f}/s (last minute)"
+        f"  ·  at {stats.database_time.isoformat()}"
     )
     return Group(states, waiting, pools, summary)
 
@@ -76,14 +73,14 @@ def stats(
         if not watch:
             data = tq.stats()
             if as_json:
-                print_json(data)
+                print_json(data.to_dict())
             else:
                 out.print(stats_view(data))
             return
         try:
             if as_json:
                 while True:  # one JSON document per line, for scripts that tail it
-                    typer.echo(json.dumps(jsonable(tq.stats()), sort_keys=True))
+                    typer.echo(json.dumps(jsonable(tq.stats().to_dict()), sort_keys=True))
                     time.sleep(interval)
             with Live(stats_view(tq.stats()), console=out, auto_refresh=False) as live:
                 while True:
@@ -119,19 +116,13 @@ def _tasks_table(tasks: list[Any]) -> Table:
     return table
 
 
-tasks_app = typer.Typer(
-    help="List tasks, or show one with `tasks show ID`.",
-    invoke_without_command=True,
-    no_args_is_help=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+tasks_app = group_app("List tasks, or show one with `tasks show ID`.")
 
 
 @tasks_app.callback()
 def tasks(
     ctx: typer.Context,
-    state: Annotated[str | None, typer.Option("--state", "-s", help=f"One of {', '.join(STATES_FILTER)}.")] = None,
+    state: Annotated[str | None, typer.Option("--state", "-s", help=f"One of {', '.join(STATES)}.")] = None,
     queue: Annotated[str | None, typer.Option("--queue", "-q", help="Only this queue.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many, newest first.")] = 50,
     as_json: JsonOption = False,
@@ -141,8 +132,8 @@ def tasks(
     """List the newest tasks, optionally of one state and queue."""
     if ctx.invoked_subcommand is not None:
         return
-    if state is not None and state not in STATES_FILTER:
-        raise CliError(f"--state must be one of {', '.join(STATES_FILTER)}, got {state!r}", 2)
+    if state is not None and state not in STATES:
+        raise CliError(f"--state must be one of {', '.join(STATES)}, got {state!r}", 2)
     with open_queue(ctx, dsn, schema) as tq:
         found = tq.tasks(state=state, queue=queue, limit=limit)
     if as_json:

@@ -7,15 +7,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .common import DsnOption, JsonOption, SchemaOption, open_queue, out, print_json
+from .common import DsnOption, JsonOption, SchemaOption, group_app, open_queue, out, print_json
 
-pools_app = typer.Typer(
-    help="Pool limits and their use; `pools set NAME LIMIT`, `pools unset NAME`.",
-    invoke_without_command=True,
-    no_args_is_help=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+pools_app = group_app("Pool limits and their use; `pools set NAME LIMIT`, `pools unset NAME`.")
 
 
 @pools_app.callback()

@@ -100,12 +100,18 @@ def _queues(value: str | None) -> list[str] | None:
 
 def worker(
     ctx: typer.Context,
-    target: Annotated[str, typer.Argument(metavar="MODULE:ATTR", help="Where your Worker lives, e.g. myapp.tasks:worker.")],
-    queues: Annotated[str | None, typer.Option("--queues", help="Comma-separated queues (default: the Worker's).")] = None,
+    target: Annotated[
+        str, typer.Argument(metavar="MODULE:ATTR", help="Where your Worker lives, e.g. myapp.tasks:worker.")
+    ],
+    queues: Annotated[
+        str | None, typer.Option("--queues", help="Comma-separated queues (default: the Worker's).")
+    ] = None,
     capacity: Annotated[int | None, typer.Option("--capacity", min=0, help="Resource budget of running tasks.")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Handler threads.")] = None,
     lease: Annotated[float | None, typer.Option("--lease", help="Lease seconds; heartbeats renew it.")] = None,
-    grace: Annotated[float | None, typer.Option("--grace", min=0, help="Seconds running tasks get on shutdown.")] = None,
+    grace: Annotated[
+        float | None, typer.Option("--grace", min=0, help="Seconds running tasks get on shutdown.")
+    ] = None,
     policy: Annotated[
         str | None, typer.Option("--policy", help="Scheduling policy: greedy, strict or backfill (default backfill).")
     ] = None,

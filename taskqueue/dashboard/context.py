@@ -1,7 +1,7 @@
 """What every route shares: the queue handle, the cached reads, the CSRF token, page rendering.
 
-Reads go through :class:`taskqueue.insights.Insights` (read-only statements)
-and :class:`taskqueue.TaskQueue`; every action goes through ``TaskQueue``'s
+Reads are the read-only operations of :mod:`taskqueue.store.insights`, run
+by the queue's own runner, and :class:`taskqueue.TaskQueue`'s reads; every action goes through ``TaskQueue``'s
 public methods, so the dashboard keeps the same invariants as any caller.
 """
 
@@ -16,10 +16,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
-from ..insights import CachedSummary, Insights, read_summary
+from ..insights import CachedSummary, read_summary
 from ..invariants import CheckReport
 from ..metrics import make_registry
 from ..queue import TaskQueue
+from ..store.requests import Op
 from .render import environment
 from .security import CSRF_FIELD, check_post, new_token
 
@@ -37,7 +38,6 @@ class Dashboard:
         self.read_only = read_only
         self.poll_seconds = poll_seconds
         self.owns_queue = owns_queue
-        self.insights = Insights()
         self.summary = CachedSummary(lambda: read_summary(tq), cache_seconds)
         self.token = new_token()
         self.env = environment()
@@ -47,10 +47,9 @@ class Dashboard:
         self._checking = False
         self.check_seconds = check_seconds
 
-    def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run an Insights method in one read transaction."""
-        with self.tq.engine.begin() as conn:
-            return fn(conn, *args, **kwargs)
+    def read(self, op: Op[T]) -> T:
+        """Run one read-only operation of taskqueue.store.insights in a transaction of its own."""
+        return self.tq.db.run(op)
 
     def invariants(self) -> tuple[CheckReport | None, str | None, float]:
         """The latest invariant check: (report, error, its age in seconds).

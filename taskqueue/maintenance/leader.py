@@ -16,8 +16,10 @@ import logging
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
+from ..db import drive
 from ..dsn import to_sqlalchemy_url
 from ..queue import TaskQueue
+from ..store import leader as lock_ops
 
 log = logging.getLogger("taskqueue.worker.maintenance")
 
@@ -59,9 +61,9 @@ class Leader:
                 self._conn = self._connect()
             with self._conn.begin():
                 if self._leader:
-                    held = self.tq.store.holds_advisory_lock(self._conn, self.key)
+                    held = drive(self._conn, lock_ops.holds_advisory_lock(self.key))
                 else:
-                    held = self.tq.store.try_advisory_lock(self._conn, self.key)
+                    held = drive(self._conn, lock_ops.try_advisory_lock(self.key))
         except Exception as exc:
             if self._leader:
                 log.warning("maintenance leadership lost: %s", exc, extra={"worker": self.worker})
@@ -78,7 +80,7 @@ class Leader:
         conn = self._engine.connect()
         try:
             with conn.begin():
-                self.tq.store.set_idle_session_timeout(conn, int(self.idle_timeout * 1000))
+                drive(conn, lock_ops.set_idle_session_timeout(int(self.idle_timeout * 1000)))
         except sa.exc.DBAPIError as exc:
             # Before PostgreSQL 14: no such setting; a frozen leader then holds on until it resumes.
             log.debug("idle_session_timeout not available: %s", exc, extra={"worker": self.worker})
@@ -100,7 +102,7 @@ class Leader:
             # Unlock first: closing alone frees it only once the server notices.
             try:
                 with self._conn.begin():
-                    self.tq.store.advisory_unlock(self._conn, self.key)
+                    drive(self._conn, lock_ops.advisory_unlock(self.key))
             except Exception:  # the session is gone, and its lock with it
                 pass
             log.info("resigned maintenance leadership", extra={"worker": self.worker})

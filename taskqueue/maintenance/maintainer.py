@@ -9,10 +9,10 @@ within its lease plus one round.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 from ..queue import TaskQueue
+from ..worker.service import Service, WorkerSignals
 from .leader import Leader
 from .pruner import Pruner
 from .rescuer import Rescuer
@@ -20,7 +20,7 @@ from .rescuer import Rescuer
 log = logging.getLogger("taskqueue.worker.maintenance")
 
 
-class Maintainer:
+class Maintainer(Service):
     def __init__(
         self,
         tq: TaskQueue,
@@ -29,31 +29,27 @@ class Maintainer:
         retention: float,
         interval: float = 2.0,
         prune_interval: float = 300.0,
+        signals: WorkerSignals | None = None,
     ) -> None:
+        super().__init__("maintainer", worker=worker, signals=signals)
         # A frozen leader's session dies after a few missed rounds (see leader.py).
         self.leader = Leader(tq, worker=worker, idle_timeout=max(2.0, 4 * interval))
         self.rescuer = Rescuer(tq, worker=worker)
         self.pruner = Pruner(tq, retention=retention, worker=worker)
-        self.worker = worker
         self.interval = interval
         self.prune_interval = prune_interval
         self.rounds = 0  # rounds run as the leader
         self._next_prune = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="taskqueue-maintenance", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10.0)
+    def stop(self, timeout: float | None = None) -> bool:
+        ended = super().stop(timeout)
         self.leader.resign()
+        return ended
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.round()
-            self._stop.wait(self.interval)
+    def run(self) -> None:
+        while not self.stopping:
+            self.signals.maintained.signal(self.round())
+            self.wait(self.interval)
 
     def round(self) -> bool:
         """One round; True if this worker was the leader and did the work."""

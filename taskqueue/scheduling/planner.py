@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..registry import Registry
-from ..store_registry import WaitingHead
+from ..store.registry import WaitingHead
 from .policy import Head, Plan, Reserved, plan
 
 log = logging.getLogger("taskqueue.worker.scheduling")

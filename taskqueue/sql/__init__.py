@@ -1,38 +1,64 @@
-"""Loads the named statements of ``queries.sql`` and ``registry.sql``.
+"""Loads the named statements of every ``*.sql`` file in this package.
 
 Each statement starts with ``-- name: verb_noun`` followed by comment lines
-that say why it is written that way. Only :mod:`taskqueue.store` executes them.
+that say why it is written that way. A name that starts with ``_`` is a
+fragment, not a statement: a statement includes it with a line
+``-- compose: _fragment``, so a piece of SQL shared by several statements is
+written once. Files are split by concern; a new concern adds a file, and a
+name defined twice (in one file or across two) fails the import. Only
+:mod:`taskqueue.db` executes the statements.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from importlib import resources
+from importlib.abc import Traversable
 
 _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_COMPOSE = re.compile(r"^-- compose: (\w+)\s*$", re.MULTILINE)
 
 
-def load_queries(filename: str = "queries.sql") -> dict[str, str]:
-    text = resources.files(__package__).joinpath(filename).read_text(encoding="utf-8")
-    parts = _HEADER.split(text)
-    queries: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2]):
-        if name in queries:
-            raise RuntimeError(f"{filename}: query {name!r} is defined twice")
-        sql = "\n".join(line for line in body.strip().splitlines() if not line.lstrip().startswith("--"))
-        queries[name] = sql.strip().rstrip(";")
-    return queries
+class SqlError(Exception):
+    """The package's SQL files are inconsistent (a programming error, raised at import)."""
 
 
-FILES = ("queries.sql", "registry.sql")
+def _strip(body: str) -> str:
+    sql = "\n".join(line for line in body.strip().splitlines() if not line.lstrip().startswith("--"))
+    return sql.strip().rstrip(";").strip()
 
 
-def load_all() -> dict[str, str]:
-    """Every file's statements in one map; a name defined in two files is an error."""
-    queries: dict[str, str] = {}
-    for filename in FILES:
-        for name, sql in load_queries(filename).items():
-            if name in queries:
-                raise RuntimeError(f"{filename}: query {name!r} is defined in another file too")
-            queries[name] = sql
-    return queries
+def parse(files: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Statements by name from (filename, text) pairs; fragments composed in, then left out."""
+    raw: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    for filename, text in files:
+        parts = _HEADER.split(text)
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            if name in raw:
+                raise SqlError(f"{filename}: statement {name!r} is already defined in {origin[name]}")
+            raw[name], origin[name] = body, filename
+
+    def compose(match: re.Match[str]) -> str:
+        fragment = match.group(1)
+        if not fragment.startswith("_") or fragment not in raw:
+            raise SqlError(f"compose: {fragment!r} is not a fragment (a name starting with '_') of these files")
+        return _strip(raw[fragment])
+
+    return {name: _strip(_COMPOSE.sub(compose, body)) for name, body in raw.items() if not name.startswith("_")}
+
+
+def sql_files(root: Traversable | None = None) -> list[tuple[str, str]]:
+    """(name, text) of every ``*.sql`` file under ``root`` (this package by default), sorted by name."""
+    folder = root if root is not None else resources.files(__package__)
+    found = [f for f in folder.iterdir() if f.name.endswith(".sql") and f.is_file()]
+    return [(f.name, f.read_text(encoding="utf-8")) for f in sorted(found, key=lambda f: f.name)]
+
+
+def load_statements(root: Traversable | None = None) -> dict[str, str]:
+    return parse(sql_files(root))
+
+
+#: Every named statement of the package, loaded once at import.
+STATEMENTS = load_statements()

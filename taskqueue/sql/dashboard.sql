@@ -1,5 +1,5 @@
 -- Read-only insights for the dashboard and the Prometheus metrics.
--- Only taskqueue/insights.py runs them. Nothing here writes: every action of
+-- taskqueue/store/insights.py asks for them. Nothing here writes: every action of
 -- the dashboard goes through TaskQueue's public methods.
 -- Each one reads through a partial index (claim, parked, scheduled, running,
 -- errored, finished), so its cost follows the live backlog and the failures,

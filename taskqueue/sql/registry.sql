@@ -1,5 +1,5 @@
 -- The worker registry and reservations (migrations/versions/0005_worker_registry.py).
--- Only taskqueue/store.py runs them. A worker row whose expires_at has passed
+-- taskqueue/store/registry.py uses them. A worker row whose expires_at has passed
 -- is a dead worker's: every read here ignores it, and so its reservation.
 
 -- name: register_worker
@@ -82,3 +82,13 @@ SELECT h.id, h.queue, h.priority, h.required, h.estimate, o.worker AS reserved_b
        SELECT sum(LEAST(e.finished, 1000) * e.mean_seconds) / sum(LEAST(e.finished, 1000)) AS seconds
          FROM queue_estimates e WHERE e.queue = h.queue) l ON true
  ORDER BY h.ord;
+
+-- name: queue_estimates
+-- The learnt run time of each queue: its slots' means, weighted by how many
+-- tasks each has seen (at most 1000, so an old busy slot does not outvote the
+-- others forever). A handful of rows per queue: cheap to read every round.
+SELECT queue, sum(LEAST(finished, 1000) * mean_seconds) / sum(LEAST(finished, 1000)) AS seconds,
+       sum(finished) AS finished
+  FROM queue_estimates
+ WHERE CAST(:queues AS text[]) IS NULL OR queue = ANY (CAST(:queues AS text[]))
+ GROUP BY queue ORDER BY queue;

@@ -1,158 +1,32 @@
-"""Capacity accounting and the claim that fills it.
+"""The claim loop: fill the free budgets in one round trip, then sleep until something could change.
 
-The worker holds a set of running claims. Two budgets limit it: the sum of
-``required`` of the claims it still holds must stay within ``capacity``, and
-the number of busy handler threads within ``concurrency``. A claim whose lease
-was lost stops counting against capacity at once, but its thread stays busy
-until the handler returns, because a Python thread cannot be killed.
+It sleeps on one event. Anything that could make a claim succeed sets it: a
+NOTIFY (enqueue, a freed pool slot, a rescue), a local outcome recorded, a
+lost lease, a stop request. Otherwise it sleeps exactly until the earliest
+scheduled run_at, or ``poll_interval`` as a fallback.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from ..queue import TaskQueue
-from ..scheduling.planner import Planner, RunningTask
+from ..scheduling.planner import Planner
 from ..task import Task
+from .capacity import Capacity
+from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.claimer")
 
-
-class Hold(enum.Enum):
-    """Where a running claim is in its life on this worker."""
-
-    RUNNING = "running"  # handler running; heartbeated
-    FINISHING = "finishing"  # handler returned; complete/fail in flight
-    LOST = "lost"  # lease lost; the result will be discarded
-    RELEASED = "released"  # given back at shutdown; the result will be discarded
+RUN_AT_SLACK = 0.005  # wake just after run_at, not just before
+ERROR_BACKOFF_MAX = 5.0
 
 
-@dataclass(slots=True)
-class Entry:
-    task: Task
-    hold: Hold = Hold.RUNNING
-    counted: bool = True  # counts against capacity
-    started: float = field(default=0.0)
-
-
-class Capacity:
-    """The claims this worker holds, and what is left of its two budgets. Thread-safe."""
-
-    def __init__(self, capacity: int | None, concurrency: int, on_free: Callable[[], None]) -> None:
-        self.capacity = capacity
-        self.concurrency = concurrency
-        self._on_free = on_free
-        self._lock = threading.Lock()
-        # Keyed by lease token, not task id: a task rescued from a lost lease
-        # can be claimed again here while the old handler is still running.
-        self._entries: dict[str, Entry] = {}
-        self._in_use = 0
-        self.peak_in_use = 0
-        self.peak_threads = 0
-
-    # -- budgets ------------------------------------------------------------
-    def free(self) -> tuple[int | None, int]:
-        """(capacity available or None for unlimited, free threads)."""
-        with self._lock:
-            threads = self.concurrency - len(self._entries)
-            if self.capacity is None:
-                return None, threads
-            return max(0, self.capacity - self._in_use), threads
-
-    @property
-    def in_use(self) -> int:
-        with self._lock:
-            return self._in_use
-
-    def busy(self) -> int:
-        """Handler threads still busy (lost and released claims included)."""
-        with self._lock:
-            return len(self._entries)
-
-    # -- life of a claim ----------------------------------------------------
-    def add(self, task: Task, now: float) -> Entry:
-        with self._lock:
-            entry = Entry(task, started=now)
-            self._entries[_key(task)] = entry
-            self._in_use += task.required
-            self.peak_in_use = max(self.peak_in_use, self._in_use)
-            self.peak_threads = max(self.peak_threads, len(self._entries))
-            return entry
-
-    def running(self) -> list[RunningTask]:
-        """The claims that count against capacity, as a scheduling plan needs them."""
-        with self._lock:
-            return [
-                RunningTask(e.task.required, e.started, e.task.estimate, e.task.queue)
-                for e in self._entries.values()
-                if e.counted
-            ]
-
-    def holding(self) -> list[Task]:
-        """Claims whose handler is still running: the ones to heartbeat."""
-        with self._lock:
-            return [e.task for e in self._entries.values() if e.hold is Hold.RUNNING]
-
-    def unsettled(self) -> int:
-        """Claims whose outcome is not recorded yet (handler running, or complete/fail in flight)."""
-        with self._lock:
-            return sum(1 for e in self._entries.values() if e.hold in (Hold.RUNNING, Hold.FINISHING))
-
-    def start_finishing(self, task: Task) -> Hold:
-        """Called when the handler returns; the answer says whether to report the outcome."""
-        with self._lock:
-            entry = self._entries[_key(task)]
-            if entry.hold is Hold.RUNNING:
-                entry.hold = Hold.FINISHING
-            return entry.hold
-
-    def lose(self, task: Task) -> bool:
-        """The lease is gone: stop counting it. False if the claim already ended another way."""
-        with self._lock:
-            entry = self._entries.get(_key(task))
-            if entry is None or entry.hold is not Hold.RUNNING:
-                return False
-            entry.hold = Hold.LOST
-            self._uncount(entry)
-        self._on_free()
-        return True
-
-    def take_for_release(self) -> list[Task]:
-        """At the end of the grace period: every claim still running, marked released."""
-        with self._lock:
-            tasks = []
-            for entry in self._entries.values():
-                if entry.hold is Hold.RUNNING:
-                    entry.hold = Hold.RELEASED
-                    self._uncount(entry)
-                    tasks.append(entry.task)
-            return tasks
-
-    def remove(self, task: Task) -> None:
-        """The handler thread is free again."""
-        with self._lock:
-            entry = self._entries.pop(_key(task), None)
-            if entry is not None:
-                self._uncount(entry)
-        self._on_free()
-
-    def _uncount(self, entry: Entry) -> None:
-        if entry.counted:
-            entry.counted = False
-            self._in_use -= entry.task.required
-
-
-def _key(task: Task) -> str:
-    assert task.lease_token is not None, "a claimed task carries its lease token"
-    return task.lease_token
-
-
-class Claimer:
-    """Claims what fits the free budgets, in one round trip."""
+class Claimer(Service):
+    """Claims what fits the free budgets and hands the tasks to ``submit``."""
 
     def __init__(
         self,
@@ -162,16 +36,27 @@ class Claimer:
         queues: list[str],
         worker: str,
         lease: float,
-        clock: Callable[[], float],
+        poll_interval: float,
+        wake: threading.Event,
+        submit: Callable[[Task], None],
+        listening: threading.Event,
+        ready: threading.Event,
+        halt: threading.Event,
+        signals: WorkerSignals | None = None,
         planner: Planner | None = None,
     ) -> None:
+        super().__init__("claimer", worker=worker, signals=signals)
         self.tq = tq
-        self.planner = planner
+        self.planner = planner  # None: greedy (fill the free capacity)
         self.capacity = capacity
         self.queues = queues
-        self.worker = worker
         self.lease = lease
-        self.clock = clock
+        self.poll_interval = poll_interval
+        self.wake = wake
+        self.submit = submit
+        self.listening = listening
+        self.ready = ready
+        self.halt = halt  # the worker's stop request: no claim after it, not even a first one
 
     def claim(self) -> tuple[list[Task], int]:
         """Claim what fits now; return (tasks, how many were asked for: 0 when no thread is free)."""
@@ -184,7 +69,39 @@ class Claimer:
         tasks = self.tq.claim_many(
             available=available, limit=threads, queues=self.queues, worker=self.worker, lease=self.lease
         )
-        now = self.clock()
+        now = time.monotonic()
         for task in tasks:
             self.capacity.add(task, now)
         return tasks, threads
+
+    def interrupt(self) -> None:
+        self.wake.set()
+
+    def run(self) -> None:
+        errors = 0
+        while not self.stopping and not self.halt.is_set():
+            # Clear before looking: a wake-up that arrives during the claim is kept.
+            self.wake.clear()
+            try:
+                tasks, asked = self.claim()
+                errors = 0
+                for task in tasks:
+                    self.submit(task)
+                if not self.ready.is_set() and self.listening.is_set():
+                    self.ready.set()
+                self.signals.claimed.signal(tasks)
+                if asked and len(tasks) == asked:
+                    continue  # a full batch: there may be more right away
+                timeout = self.poll_interval
+                if asked:
+                    next_run = self.tq.next_run_in()
+                    if next_run is not None:
+                        timeout = min(timeout, max(0.0, next_run) + RUN_AT_SLACK)
+            except Exception as exc:
+                errors += 1
+                timeout = min(ERROR_BACKOFF_MAX, 0.1 * 2**errors, self.poll_interval)
+                log.warning("claim round failed (%s); retrying in %.1f s", exc, timeout,
+                            extra={"worker": self.worker})
+            if self.stopping or self.halt.is_set():
+                return
+            self.wake.wait(timeout)

@@ -5,24 +5,36 @@ as are waiting in one transaction: one commit instead of one per task, and ten
 handler threads no longer fight the claim loop for the GIL and the pool. A
 claim's capacity is freed only once its outcome is committed (or refused), so
 the worker never runs more than its capacity as the database sees it.
+
+A transient database error (a lost connection, a serialization failure) is
+retried with backoff before the outcome is given up: a finished task whose
+completion fails once would otherwise run again after its lease expires.
 """
 
 from __future__ import annotations
 
 import logging
 import queue as queue_mod
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from ..db import transient
 from ..errors import LeaseLost
 from ..queue import TaskQueue
+from ..retry import with_retries
 from ..task import Task
-from .claimer import Capacity
+from .capacity import Capacity
+from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.completer")
 
 MAX_BATCH = 200
+#: Tries of one write on transient errors, and the first pause (doubled each time).
+WRITE_ATTEMPTS = 5
+WRITE_BACKOFF = 0.1
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -42,27 +54,24 @@ class Report:
 _STOP = object()
 
 
-class Completer:
-    def __init__(self, tq: TaskQueue, capacity: Capacity, *, worker: str) -> None:
+class Completer(Service):
+    def __init__(
+        self, tq: TaskQueue, capacity: Capacity, *, worker: str, signals: WorkerSignals | None = None
+    ) -> None:
+        super().__init__("completer", worker=worker, signals=signals)
         self.tq = tq
         self.capacity = capacity
-        self.worker = worker
         self.batches = 0
         self._inbox: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
-        self._thread = threading.Thread(target=self._loop, name="taskqueue-completer", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
 
     def submit(self, report: Report) -> None:
         self._inbox.put(report)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Record what is waiting, then end the thread."""
+    def interrupt(self) -> None:
+        """Record what is waiting, then end the loop."""
         self._inbox.put(_STOP)
-        self._thread.join(timeout)
 
-    def _loop(self) -> None:
+    def run(self) -> None:
         while True:
             first = self._inbox.get()
             if first is _STOP:
@@ -87,7 +96,7 @@ class Completer:
         states: dict[int, str | None] = {}
         if done:
             try:
-                lost = set(self.tq.complete_many([(r.task, r.result) for r in done]))
+                lost = set(self._retrying(lambda: self.tq.complete_many([(r.task, r.result) for r in done])))
                 for r in done:
                     states[id(r)] = None if r.task.id in lost else r.task.state
             except Exception as exc:
@@ -106,14 +115,26 @@ class Completer:
             if state != "error":
                 self._log(r, state)
             self.capacity.remove(r.task)
+        self.signals.recorded.signal({r.task.id: states[id(r)] for r in batch})
+
+    def _retrying(self, write: Callable[[], T]) -> T:
+        """Run ``write``, again after a pause while it fails with a transient database error."""
+        return with_retries(write, retryable=transient, attempts=WRITE_ATTEMPTS, delay=self._pause)
+
+    def _pause(self, attempt: int) -> float:
+        pause = WRITE_BACKOFF * 2.0 ** (attempt - 1)
+        log.warning("recording outcomes failed; trying again in %.1f s", pause, extra={"worker": self.worker})
+        return pause
 
     def _alone(self, report: Report) -> str | None:
         """Write one outcome in its own transaction: the new state, None if the lease was lost, or 'error'."""
         try:
             if report.error is None:
-                self.tq.complete(report.task, report.result)
+                self._retrying(lambda: self.tq.complete(report.task, report.result))
             else:
-                self.tq.fail(report.task, report.error, retry=report.retry, retry_in=report.retry_in)
+                self._retrying(
+                    lambda: self.tq.fail(report.task, report.error, retry=report.retry, retry_in=report.retry_in)
+                )
         except LeaseLost:
             return None
         except Exception:

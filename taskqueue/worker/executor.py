@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import queue as queue_mod
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -18,8 +17,9 @@ from typing import Any
 from ..errors import Permanent, Retry, ValidationError
 from ..spec import encode_json
 from ..task import Task
-from .claimer import Capacity, Hold
+from .capacity import Capacity, Hold
 from .completer import Completer, Report
+from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.executor")
 
@@ -28,8 +28,14 @@ Handler = Callable[[Task], Any]
 _STOP = object()
 
 
-class Executor:
-    """A fixed set of daemon threads, one per unit of concurrency."""
+class Executor(Service):
+    """A fixed set of daemon threads, one per unit of concurrency.
+
+    Stopping does not wait: idle threads exit, busy ones after their handler
+    (or with the process).
+    """
+
+    join_timeout = 0.0
 
     def __init__(
         self,
@@ -39,29 +45,22 @@ class Executor:
         *,
         worker: str,
         threads: int,
+        signals: WorkerSignals | None = None,
     ) -> None:
+        super().__init__("handler", worker=worker, size=threads, signals=signals)
         self.capacity = capacity
         self.completer = completer
         self.handlers = dict(handlers)
-        self.worker = worker
         self._inbox: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._loop, name=f"taskqueue-handler-{i}", daemon=True) for i in range(threads)
-        ]
-
-    def start(self) -> None:
-        for thread in self._threads:
-            thread.start()
 
     def submit(self, task: Task) -> None:
         self._inbox.put(task)
 
-    def stop(self) -> None:
-        """Ask idle threads to exit; busy ones exit after their handler (or with the process)."""
-        for _ in self._threads:
+    def interrupt(self) -> None:
+        for _ in range(self.alive_threads()):
             self._inbox.put(_STOP)
 
-    def _loop(self) -> None:
+    def run(self) -> None:
         while True:
             item = self._inbox.get()
             if item is _STOP:
@@ -95,7 +94,7 @@ class Executor:
                 report.error, report.retry_in = exc.reason, exc.in_
             except Permanent as exc:
                 report.error, report.retry = f"Permanent: {exc}", False
-            except BaseException as exc:  # noqa: BLE001 - a handler's SystemExit must not end the worker either
+            except BaseException as exc:
                 log.debug("task %s raised", task.id, exc_info=True, extra=fields)
                 report.error = exc
         report.duration = time.monotonic() - started

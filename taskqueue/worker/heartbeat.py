@@ -12,38 +12,38 @@ or without running tasks, so the fleet sees it alive.
 from __future__ import annotations
 
 import logging
-import threading
 
 from ..queue import TaskQueue
 from ..registry import Registry
-from .claimer import Capacity
+from .capacity import Capacity
+from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.heartbeat")
 
 
-class Heartbeat:
+class Heartbeat(Service):
+    join_timeout = 5.0
+
     def __init__(
-        self, tq: TaskQueue, capacity: Capacity, *, lease: float, worker: str, registry: Registry | None = None
+        self,
+        tq: TaskQueue,
+        capacity: Capacity,
+        *,
+        lease: float,
+        worker: str,
+        registry: Registry | None = None,
+        signals: WorkerSignals | None = None,
     ) -> None:
+        super().__init__("heartbeat", worker=worker, signals=signals)
         self.tq = tq
         self.registry = registry
         self.capacity = capacity
         self.interval = max(0.05, lease / 3.0)
-        self.worker = worker
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="taskqueue-heartbeat", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5.0)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.beat()
+    def run(self) -> None:
+        while not self.wait(self.interval):
             self.register()
+            self.signals.beaten.signal(self.beat())
 
     def register(self) -> None:
         """Refresh the registry row; a failure is logged, and the next beat tries again."""

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import psycopg
 
-from ..store import Store
+from ..db import listen
+from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.listener")
 
@@ -22,28 +23,28 @@ RECONNECT_MIN = 0.1
 RECONNECT_MAX = 5.0
 
 
-class Listener:
-    def __init__(self, dsn: str, store: Store, wake: Callable[[], None], *, worker: str) -> None:
+class Listener(Service):
+    join_timeout = 5.0
+
+    def __init__(
+        self, dsn: str, channel: str, wake: Callable[[], None], *, worker: str, signals: WorkerSignals | None = None
+    ) -> None:
+        super().__init__("listener", worker=worker, signals=signals)
         self.dsn = dsn
-        self.store = store
+        self.channel = channel
         self.wake = wake
-        self.worker = worker
         self.connects = 0  # how many times LISTEN was (re)established
         self.connected = threading.Event()
-        self._stop = threading.Event()
-        self._conn: psycopg.Connection | None = None
-        self._thread = threading.Thread(target=self._loop, name="taskqueue-listener", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
+    def run(self) -> None:
+        try:
+            self._listen()
+        finally:
+            self.connected.clear()
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5.0)
-
-    def _loop(self) -> None:
+    def _listen(self) -> None:
         delay = RECONNECT_MIN
-        while not self._stop.is_set():
+        while not self.stopping:
             try:
                 with psycopg.connect(
                     self.dsn,
@@ -55,19 +56,20 @@ class Listener:
                     keepalives_interval=5,
                     keepalives_count=3,
                 ) as conn:
-                    self.store.listen(conn)
+                    listen(conn, self.channel)
                     self.connects += 1
                     self.connected.set()
+                    self.signals.listening.signal(self.connects)
                     if self.connects > 1:
                         log.info("LISTEN connection re-established", extra={"worker": self.worker})
                     delay = RECONNECT_MIN
                     self.wake()
-                    while not self._stop.is_set():
+                    while not self.stopping:
                         for _ in conn.notifies(timeout=0.25):
                             self.wake()
-            except psycopg.Error as exc:
+            except Exception as exc:  # a lost socket, and anything else: reconnect, never die quietly
                 self.connected.clear()
-                if self._stop.is_set():
+                if self.stopping:
                     return
                 log.warning(
                     "LISTEN connection lost (%s); reconnecting in %.1f s",
@@ -75,6 +77,5 @@ class Listener:
                     delay,
                     extra={"worker": self.worker},
                 )
-                self._stop.wait(delay)
+                self.wait(delay)
                 delay = min(RECONNECT_MAX, delay * 2)
-        self.connected.clear()

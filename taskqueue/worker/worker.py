@@ -1,15 +1,15 @@
 """``Worker``: the long-lived process that claims what fits, runs handlers, and keeps itself healthy.
 
-It wires the parts together: the claimer fills free capacity in one round
-trip, the executor runs handlers on daemon threads, the completer records
-their outcomes in batches, the heartbeat keeps leases alive, the listener
-turns NOTIFY into wake-ups, and the maintainer (on one worker at a time)
-rescues expired leases and prunes old tasks.
+It wires the parts together, each a supervised service
+(:mod:`taskqueue.worker.service`): the claimer fills free capacity in one
+round trip, the executor runs handlers on daemon threads, the completer
+records their outcomes in batches, the heartbeat keeps leases alive, the
+listener turns NOTIFY into wake-ups, and the maintainer (on one worker at a
+time) rescues expired leases and prunes old tasks.
 
-The main loop sleeps on one event. Anything that could make a claim succeed
-sets it: a NOTIFY (enqueue, a freed pool slot, a rescue), a local outcome
-recorded, a lost lease, a stop request. Otherwise it sleeps exactly until the
-earliest scheduled run_at, or ``poll_interval`` as a fallback.
+The calling thread supervises: it waits for a stop request or a crashed
+service, restarts the latter with backoff, and gives up (ServiceFailed) when
+one keeps crashing, so a worker is never left half-alive.
 """
 
 from __future__ import annotations
@@ -18,21 +18,25 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, overload
 
-from ..errors import LeaseLost, TaskQueueError, ValidationError
+from ..errors import LeaseLost, ServiceFailed, TaskQueueError, ValidationError
 from ..maintenance import Maintainer
-from ..queue import TaskQueue, default_worker_name
+from ..operations import default_worker_name
+from ..queue import TaskQueue
+from ..spec import check_int, check_lease, check_name, check_number
 from ..registry import Registry
 from ..scheduling import DEFAULT_POLICY, POLICIES
 from ..scheduling.planner import Planner
-from ..spec import check_int, check_lease, check_name, check_number
-from .claimer import Capacity, Claimer
+from .capacity import Capacity
+from .claimer import Claimer
 from .completer import Completer
 from .executor import Executor, Handler
 from .heartbeat import Heartbeat
 from .listener import Listener
+from .service import Service, WorkerSignals
+from .supervisor import Supervisor
 
 log = logging.getLogger("taskqueue.worker")
 
@@ -40,8 +44,6 @@ H = TypeVar("H", bound=Handler)
 
 DEFAULT_CONCURRENCY = 10
 MAX_DEFAULT_CONCURRENCY = 100
-RUN_AT_SLACK = 0.005  # wake just after run_at, not just before
-ERROR_BACKOFF_MAX = 5.0
 SETTLE_SECONDS = 2.0
 
 
@@ -56,6 +58,7 @@ class Worker:
 
     def __init__(
         self,
+        *,
         queues: Iterable[str] | None = None,
         capacity: int | None = None,
         concurrency: int | None = None,
@@ -65,7 +68,6 @@ class Worker:
         name: str | None = None,
         retention: float = 7 * 24 * 3600.0,
         log_level: int | str | None = None,
-        *,
         maintenance: bool = True,
         maintenance_interval: float = 2.0,
         prune_interval: float = 300.0,
@@ -94,15 +96,25 @@ class Worker:
             log.setLevel(log_level)
         self.handlers: dict[str, Handler] = {}
         self._wake = threading.Event()
+        self._attention = threading.Event()  # the supervisor's: a stop request or a crashed service
         self._stopping = threading.Event()
         self._abort = threading.Event()
         self._running = threading.Event()
         self._run_lock = threading.Lock()
+        self.signals = WorkerSignals()
+        """Test signals of the services (see :class:`~taskqueue.worker.service.WorkerSignals`); off until init()."""
         self.ready = threading.Event()
         """Set once the worker LISTENs and has made its first claim round (tests wait on it)."""
         self.listener: Listener | None = None
         self.maintainer: Maintainer | None = None
+        self.claimer: Claimer | None = None
+        self.completer: Completer | None = None
+        self.heartbeat: Heartbeat | None = None
+        self.executor: Executor | None = None
+        self.supervisor: Supervisor | None = None
         self.capacity_state: Capacity | None = None
+        self.on_services: list[Any] = []
+        """Callbacks given this Worker once its services exist, before they start (tests inject faults here)."""
 
     # -- configuration ------------------------------------------------------
     def configure(
@@ -137,7 +149,13 @@ class Worker:
             self.policy = policy
         return self
 
-    def handler(self, queue: str, func: H | None = None) -> Any:
+    @overload
+    def handler(self, queue: str) -> Callable[[H], H]: ...
+
+    @overload
+    def handler(self, queue: str, func: H) -> H: ...
+
+    def handler(self, queue: str, func: H | None = None) -> H | Callable[[H], H]:
         """Register the handler of ``queue`` (one per queue). Use as ``@worker.handler("q")``."""
         queue = check_name(queue, "queue")
 
@@ -171,6 +189,7 @@ class Worker:
             self._abort.set()
         self._stopping.set()
         self._wake.set()
+        self._attention.set()
 
     def wake(self) -> None:
         """Claim again now (thread-safe)."""
@@ -182,6 +201,7 @@ class Worker:
             self._abort.set()
         self._stopping.set()
         self._wake.set()
+        self._attention.set()
 
     # -- the run ------------------------------------------------------------
     def run(self, tq: TaskQueue) -> None:
@@ -210,6 +230,9 @@ class Worker:
         threads = self.effective_concurrency
         capacity = Capacity(self.capacity, threads, on_free=self._wake.set)
         self.capacity_state = capacity
+        completer = Completer(tq, capacity, worker=name, signals=self.signals)
+        executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads, signals=self.signals)
+        listener = Listener(tq.dsn, tq.channel, self._wake.set, worker=name, signals=self.signals)
         registry = Registry(
             tq, name=name, queues=queues, capacity=self.capacity, policy=self.policy, ttl=self.lease
         )
@@ -217,13 +240,22 @@ class Worker:
         if self.capacity is not None and self.policy != "greedy":
             planner = Planner(registry, policy=self.policy, capacity=self.capacity, queues=queues)
         claimer = Claimer(
-            tq, capacity, queues=queues, worker=name, lease=self.lease, clock=time.monotonic, planner=planner
+            tq,
+            capacity,
+            planner=planner,
+            queues=queues,
+            worker=name,
+            lease=self.lease,
+            poll_interval=self.poll_interval,
+            wake=self._wake,
+            submit=executor.submit,
+            listening=listener.connected,
+            ready=self.ready,
+            halt=self._stopping,
+            signals=self.signals,
         )
-        completer = Completer(tq, capacity, worker=name)
-        executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads)
-        heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name, registry=registry)
-        listener = Listener(tq.dsn, tq.store, self._wake.set, worker=name)
-        self.listener = listener
+        heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name, registry=registry, signals=self.signals)
+        services: list[Service] = [completer, executor, heartbeat, listener]
         maintainer = None
         if self.maintenance:
             maintainer = Maintainer(
@@ -232,8 +264,16 @@ class Worker:
                 retention=self.retention,
                 interval=self.maintenance_interval,
                 prune_interval=self.prune_interval,
+                signals=self.signals,
             )
-        self.maintainer = maintainer
+            services.append(maintainer)
+        services.append(claimer)
+        self.listener, self.maintainer, self.claimer = listener, maintainer, claimer
+        self.completer, self.heartbeat, self.executor = completer, heartbeat, executor
+        supervisor = Supervisor(services, worker=name, attention=self._attention, signals=self.signals)
+        self.supervisor = supervisor
+        for hook in self.on_services:
+            hook(self)
 
         previous = self._install_signals()
         log.info(
@@ -246,60 +286,44 @@ class Worker:
             self.lease,
             extra={**fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads},
         )
+        failure: ServiceFailed | None = None
         try:
-            heartbeat.register()
-            completer.start()
-            executor.start()
-            heartbeat.start()
-            listener.start()
-            if maintainer is not None:
-                maintainer.start()
+            heartbeat.register()  # in the registry before the first claim, so the fleet sees this worker
+            supervisor.start()
             self._running.set()
-            self._loop(claimer, executor, tq, listener, fields)
+            try:
+                self._supervise(supervisor)
+            except ServiceFailed as exc:
+                failure = exc
+                log.error("worker %s giving up: %s", name, exc, extra={**fields, "service": exc.service})
+                self._abort.set()  # no grace: a part of the worker is gone
             self._running.clear()
             log.info("worker %s stopping: no new claims", name, extra=fields)
+            claimer.stop()
             self._drain(tq, capacity, fields)
         finally:
             self._running.clear()
-            listener.stop()
-            heartbeat.stop()
+            for service in reversed(services):
+                if service is not claimer:
+                    service.stop()
+            claimer.stop()
             _leave(registry, fields)
-            executor.stop()
-            completer.stop()
-            if maintainer is not None:
-                maintainer.stop()
             self._restore_signals(previous)
             # Ready for another run(); a stop() that came before this run() was honoured.
             self._stopping.clear()
             self._abort.clear()
+            self._attention.clear()
             log.info("worker %s stopped", name, extra=fields)
+        if failure is not None:
+            raise failure
 
-    def _loop(
-        self, claimer: Claimer, executor: Executor, tq: TaskQueue, listener: Listener, fields: dict[str, Any]
-    ) -> None:
-        errors = 0
+    def _supervise(self, supervisor: Supervisor) -> None:
+        """Until a stop request: restart crashed services when due (raises ServiceFailed on giving up)."""
+        timeout: float | None = None
         while not self._stopping.is_set():
-            # Clear before looking: a wake-up that arrives during the claim is kept.
-            self._wake.clear()
-            try:
-                tasks, asked = claimer.claim()
-                errors = 0
-                for task in tasks:
-                    executor.submit(task)
-                if not self.ready.is_set() and listener.connected.is_set():
-                    self.ready.set()
-                if asked and len(tasks) == asked:
-                    continue  # a full batch: there may be more right away
-                timeout = self.poll_interval
-                if asked:
-                    next_run = tq.next_run_in()
-                    if next_run is not None:
-                        timeout = min(timeout, max(0.0, next_run) + RUN_AT_SLACK)
-            except Exception as exc:
-                errors += 1
-                timeout = min(ERROR_BACKOFF_MAX, 0.1 * 2**errors, self.poll_interval)
-                log.warning("claim round failed (%s); retrying in %.1f s", exc, timeout, extra=fields)
-            self._wake.wait(timeout)
+            self._attention.wait(1.0 if timeout is None else timeout)
+            self._attention.clear()
+            timeout = supervisor.tend()
 
     def _drain(self, tq: TaskQueue, capacity: Capacity, fields: dict[str, Any]) -> None:
         """Let running handlers finish for up to ``grace``, then give the rest back."""
@@ -339,16 +363,16 @@ class Worker:
             self._wake.wait(min(left, 0.5))
 
     # -- signals ------------------------------------------------------------
-    def _install_signals(self) -> dict[int, Any] | None:
+    def _install_signals(self) -> dict[signal.Signals, Any] | None:
         if threading.current_thread() is not threading.main_thread():
             return None
-        previous = {}
+        previous: dict[signal.Signals, Any] = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, self._on_signal)
         return previous
 
     @staticmethod
-    def _restore_signals(previous: dict[int, Any] | None) -> None:
+    def _restore_signals(previous: dict[signal.Signals, Any] | None) -> None:
         if previous is None:
             return
         for sig, handler in previous.items():
@@ -357,6 +381,7 @@ class Worker:
 
 
 def _leave(registry: Registry, fields: dict[str, Any]) -> None:
+    """Leave the registry at shutdown; if the database is unreachable the row simply expires."""
     try:
         registry.leave()
     except Exception as exc:

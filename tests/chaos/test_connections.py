@@ -9,7 +9,15 @@ from __future__ import annotations
 import time
 
 from taskqueue import TaskQueue
-from tests.chaos.harness import Fleet, assert_invariants, bump, terminate_backends, unfinished, wait_all_final, wait_for
+from tests.chaos.harness import (
+    Fleet,
+    assert_invariants,
+    bump,
+    terminate_backends,
+    unfinished,
+    wait_all_final,
+    wait_for,
+)
 
 WORKER_APPS = ("taskqueue", "taskqueue-listener", "taskqueue-leader")
 

@@ -10,7 +10,15 @@ from __future__ import annotations
 import time
 
 from taskqueue import TaskQueue
-from tests.chaos.harness import Fleet, assert_invariants, bump, query, unfinished, wait_all_final, wait_for
+from tests.chaos.harness import (
+    Fleet,
+    assert_invariants,
+    bump,
+    query,
+    unfinished,
+    wait_all_final,
+    wait_for,
+)
 
 
 def test_limits_change_while_tasks_run(tq: TaskQueue, fleet: Fleet) -> None:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from taskqueue import LeaseLost, Task, TaskQueue
+from taskqueue.db import drive
+from taskqueue.store import tasks as task_store
 from tests.chaos.harness import assert_invariants, bump, query, wait_for
 
 
@@ -62,7 +64,7 @@ def test_rescue_first_then_the_late_holder_is_refused(tq: TaskQueue, ledger: str
     task = expired_claim(tq, ledger)
     with tq.engine.connect() as rescuer:
         rescuer.begin()
-        rescued = tq.store.rescue_expired(rescuer)  # pause point: row and pool locked, not committed
+        rescued = drive(rescuer, task_store.rescue_expired())  # pause point: row and pool locked, not committed
         assert [(r[0], r[2]) for r in rescued] == [(task.id, "queued")]
         calls = {
             "complete": lambda: tq.complete(task, "late"),
@@ -126,7 +128,7 @@ def test_concurrent_rescuers_rescue_once(tq: TaskQueue, ledger: str) -> None:
     task = expired_claim(tq, ledger)
     with tq.engine.connect() as first:
         first.begin()
-        assert len(tq.store.rescue_expired(first)) == 1
+        assert len(drive(first, task_store.rescue_expired())) == 1
         assert tq.rescue_expired() == 0  # the second rescuer skips the locked row
         first.commit()
     assert tq.rescue_expired() == 0

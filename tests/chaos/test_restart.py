@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path

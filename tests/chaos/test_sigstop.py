@@ -11,7 +11,16 @@ import subprocess
 import sys
 
 from taskqueue import TaskQueue
-from tests.chaos.harness import LEASE, REPO, Fleet, assert_invariants, bump, query, wait_all_final, wait_for
+from tests.chaos.harness import (
+    LEASE,
+    REPO,
+    Fleet,
+    assert_invariants,
+    bump,
+    query,
+    wait_all_final,
+    wait_for,
+)
 
 
 def test_frozen_api_holder_is_refused_after_sigcont(tq: TaskQueue, ledger: str) -> None:

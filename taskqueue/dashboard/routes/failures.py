@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from ...errors import TaskQueueError, ValidationError
 from ...spec import check_task_id
+from ...store import insights as insight_ops
 from ..context import Dashboard, blocking, state
 from .tasks import PAGE, _optional_int
 
@@ -26,7 +27,7 @@ ACTIONS = ("retry", "cancel")
 
 async def failures(request: Request) -> Response:
     dashboard = state(request)
-    groups = await blocking(dashboard.read, dashboard.insights.failure_groups, GROUPS)
+    groups = await blocking(dashboard.read, insight_ops.failure_groups(GROUPS))
     return dashboard.page(request, "failures.html", groups=groups, bulk=BULK)
 
 
@@ -41,8 +42,7 @@ def _group_key(params: Any) -> tuple[str, str]:
 
 
 def _members(dashboard: Dashboard, kind: str, fingerprint: str, before_id: int | None, limit: int) -> list[dict]:
-    return dashboard.read(dashboard.insights.failure_members, kind=kind, fingerprint=fingerprint,
-                          before_id=before_id, limit=limit)
+    return dashboard.read(insight_ops.failure_members(kind, fingerprint, before_id, limit))
 
 
 async def group(request: Request) -> Response:

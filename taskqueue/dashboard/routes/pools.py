@@ -10,11 +10,12 @@ from starlette.routing import Route
 
 from ...errors import ValidationError
 from ...spec import check_name, check_pool_limit
+from ...store import insights as insight_ops
 from ..context import Dashboard, blocking, state
 
 
 def _values(dashboard: Dashboard) -> dict[str, Any]:
-    waiting = dashboard.read(dashboard.insights.pool_waiting)
+    waiting = dashboard.read(insight_ops.pool_waiting())
     return {"pools": dashboard.summary.get().pool_use(waiting)}
 
 

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy.exc
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from ...errors import TaskQueueError, ValidationError
-from ...spec import STATES_FILTER, check_int, check_optional_name, check_task_id
+from ...errors import DatabaseError, TaskQueueError, ValidationError
+from ...spec import check_int, check_optional_name, check_state, check_task_id
+from ...task import STATES
+from ...store import insights as insight_ops
 from ..context import Dashboard, blocking, state
 
 PAGE = 50
+QUERY_CANCELED = "57014"  # PostgreSQL's sqlstate for a statement stopped by statement_timeout
 #: A filter that matches almost nothing may walk the whole primary key; past
 #: this the list gives up and asks for a narrower filter.
 BROWSE_TIMEOUT_MS = 3000
@@ -28,11 +30,8 @@ NOTICES = {
 
 def parse_filters(params: Any) -> dict[str, Any]:
     """The list's filters from the query string; a bad value is a ValidationError (400)."""
-    raw_state = params.get("state") or None
-    if raw_state is not None and raw_state not in STATES_FILTER:
-        raise ValidationError("state", f"must be one of {', '.join(STATES_FILTER)}")
     return {
-        "state": raw_state,
+        "state": check_state(params.get("state") or None),
         "queue": check_optional_name(params.get("queue") or None, "queue"),
         "pool": check_optional_name(params.get("pool") or None, "pool"),
         "priority_min": _optional_int(params.get("priority_min"), "priority_min"),
@@ -56,10 +55,9 @@ def _list_values(dashboard: Dashboard, params: Any) -> dict[str, Any]:
     before_id = check_task_id(_optional_int(before, "before_id")) if before else None
     error = None
     try:
-        rows = dashboard.read(dashboard.insights.browse, filters=filters, before_id=before_id, limit=PAGE,
-                              timeout_ms=BROWSE_TIMEOUT_MS)
-    except sqlalchemy.exc.OperationalError as exc:
-        if "statement timeout" not in str(exc.orig):
+        rows = dashboard.read(insight_ops.browse(filters, before_id, PAGE, BROWSE_TIMEOUT_MS))
+    except DatabaseError as exc:
+        if exc.sqlstate != QUERY_CANCELED:
             raise
         rows, error = [], "This filter matches too few tasks to list quickly; narrow it (state, queue) or search by id."
     query = {k: ("" if v is None else v) for k, v in filters.items()}
@@ -67,7 +65,7 @@ def _list_values(dashboard: Dashboard, params: Any) -> dict[str, Any]:
         "rows": rows,
         "filters": query,
         "query": [(k, v) for k, v in filters.items() if v is not None],
-        "states": STATES_FILTER,
+        "states": STATES,
         "before_id": before_id,
         "next_before": rows[-1]["id"] if len(rows) == PAGE else None,
         "live": before_id is None,

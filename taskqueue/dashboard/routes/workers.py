@@ -14,11 +14,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...store import insights as insight_ops
 from ..context import Dashboard, blocking, state
 
 
 def _values(dashboard: Dashboard) -> dict[str, Any]:
-    holding = {row["worker"]: row for row in dashboard.read(dashboard.insights.running_by_worker)}
+    holding = {row["worker"]: row for row in dashboard.read(insight_ops.running_by_worker())}
     registered = dashboard.tq.workers(include_dead=True)
     names = {w.name for w in registered}
     return {

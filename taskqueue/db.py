@@ -1,0 +1,303 @@
+"""The connection layer: engine, pooled-connection liveness, transactions, and the runner.
+
+This is the only module that executes SQL. The store's operations
+(:mod:`taskqueue.store`) yield requests; :meth:`Database.run` takes a
+connection in the transaction the caller asked for and performs them. An
+asyncio runner needs only its own copy of this module's I/O, none of the
+statements, validation or mapping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import select
+from collections.abc import Iterator
+from typing import Any, Literal, TypeVar
+
+import psycopg
+import psycopg.errors
+import psycopg.sql
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+from .dsn import to_sqlalchemy_url
+from .errors import DatabaseError, SchemaMissing, ValidationError
+from .sql import STATEMENTS
+from .store.requests import Copy, Op, Query, Request
+
+T = TypeVar("T")
+
+#: How :meth:`Database.run` holds its connection:
+#: transaction - one transaction, committed on success (or the caller's, left open);
+#: autocommit - for an operation of one statement: no BEGIN/COMMIT on our own connection;
+#: snapshot - one REPEATABLE READ transaction (our own connection only);
+#: rollback - our own connection, and nothing the operation did is kept.
+Mode = Literal["transaction", "autocommit", "snapshot", "rollback"]
+
+#: A caller's connection: a SQLAlchemy Connection or Session, or None for one of ours.
+Connectable = Connection | Session | None
+
+_TEXT = {name: sa.text(sql) for name, sql in STATEMENTS.items() if not sql.startswith("COPY")}
+
+
+def _pyformat(sql: str) -> str:
+    """A named statement in psycopg's own parameter style (``:name`` to ``%(name)s``).
+
+    Textual, like SQLAlchemy's own parsing of text(): fit only for statements
+    with no ``:word`` inside a string literal, which DRIVER's are checked for
+    by test_store_driver_statements_have_no_literal_colons.
+    """
+    return re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", r"%(\1)s", sql.replace("%", "%%"))
+
+
+#: Statements run on the driver connection directly, as prepared statements. A
+#: single enqueue is a few hundred microseconds of server time, and
+#: SQLAlchemy's execute path adds about a third to it; these skip that layer,
+#: never the pool or transaction.
+DRIVER = {name: _pyformat(STATEMENTS[name]) for name in ("enqueue_task",)}
+
+
+# -- engine and liveness ------------------------------------------------------
+def _has_pending_input(fd: int) -> bool:
+    """Whether the server sent anything to an idle connection, without waiting."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - platforms without poll
+    return bool(readable)
+
+
+def configure_engine(engine: sa.Engine, schema: str) -> None:
+    """Every pooled connection starts with search_path = the queue schema, and is checked on checkout.
+
+    The checkout check is a pre-ping without the round trip. An idle pooled
+    connection has nothing to read: it does not LISTEN, and runs nothing. A
+    server that ended the session (pg_terminate_backend, restart, shutdown,
+    idle_session_timeout) sends its error and closes the socket, which makes
+    it readable, so such a connection is replaced before use. A single enqueue
+    is one round trip; a ping per checkout added about a sixth to its time.
+    """
+    path = f'"{schema}"'
+
+    @sa.event.listens_for(engine, "checkout")
+    def _check_alive(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        if dbapi_connection.closed or dbapi_connection.broken:
+            raise sa.exc.DisconnectionError("connection closed")
+        try:
+            pending = _has_pending_input(dbapi_connection.fileno())
+        except (OSError, ValueError, psycopg.Error) as exc:
+            raise sa.exc.DisconnectionError(f"connection unusable: {exc}") from exc
+        if pending:
+            raise sa.exc.DisconnectionError("the server sent data to an idle connection (session ended?)")
+
+    @sa.event.listens_for(engine, "connect")
+    def _set_search_path(dbapi_connection: Any, _record: Any) -> None:
+        with dbapi_connection.cursor() as cur:
+            cur.execute("SELECT set_config('search_path', %s, false)", (path,))
+        dbapi_connection.commit()
+
+
+def create_engine(dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10, **kwargs: Any) -> sa.Engine:
+    engine = sa.create_engine(
+        to_sqlalchemy_url(dsn),
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        connect_args={"application_name": "taskqueue", "connect_timeout": 10},
+        **kwargs,
+    )
+    configure_engine(engine, schema)
+    return engine
+
+
+def execute_script(connection: Connection, text: str) -> None:
+    """Run a migration's SQL file as-is through the driver: PL/pgSQL text (%ROWTYPE, :=) is no template."""
+    with connection.connection.driver_connection.cursor() as cur:  # type: ignore[union-attr]
+        cur.execute(text)
+
+
+def listen(pg_conn: psycopg.Connection[Any], channel: str) -> None:
+    """LISTEN on a wake-up channel, on a raw autocommit psycopg connection (identifier-quoted)."""
+    pg_conn.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+
+
+# -- performing requests ------------------------------------------------------
+def _perform(conn: Connection, request: Request) -> Any:
+    if isinstance(request, Query):
+        driver_sql = DRIVER.get(request.name)
+        if driver_sql is not None:
+            return _perform_on_driver(conn, driver_sql, request)
+        result = conn.execute(_TEXT[request.name], dict(request.params))
+        fetch = request.fetch
+        if fetch == "rows":
+            return list(result.mappings())
+        if fetch == "first":
+            return result.mappings().first()
+        if fetch == "scalar":
+            return result.scalar()
+        if fetch == "rowcount":
+            return result.rowcount
+        result.close()
+        return None
+    if isinstance(request, Copy):
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        with cursor, cursor.copy(STATEMENTS[request.name]) as copy:
+            write = copy.write_row
+            for row in request.rows:
+                write(row)
+        return None
+    raise TypeError(f"not a store request: {request!r}")
+
+
+def _perform_on_driver(conn: Connection, sql: str, request: Query) -> Any:
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    cursor = driver.execute(sql, request.params, prepare=True)
+    if request.fetch == "scalar":
+        row = cursor.fetchone()
+        return None if row is None else row[0]
+    if request.fetch == "rowcount":
+        return cursor.rowcount
+    raise TypeError(f"{request.name}: the driver path fetches a scalar or a rowcount, not {request.fetch!r}")
+
+
+def drive(conn: Connection, op: Op[T], request: Request | None = None) -> T:
+    """Perform the requests of ``op`` on ``conn`` until it returns; ``request`` is its first if already taken."""
+    if request is None:
+        try:
+            request = next(op)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+    while True:
+        result = _perform(conn, request)
+        try:
+            request = op.send(result)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+class Database:
+    """The engine of one queue schema, and the runner of store operations on it.
+
+    Thread-safe: each run takes a pooled connection for one transaction.
+    """
+
+    def __init__(self, dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10) -> None:
+        self.schema = schema
+        self.engine = create_engine(dsn, schema, pool_size=pool_size, max_overflow=max_overflow)
+        # Same pool; for work that is one statement, so it needs no BEGIN/COMMIT.
+        self._autocommit_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    def run(self, op: Op[T], connection: Connectable = None, *, mode: Mode = "transaction") -> T:
+        """Run an operation: its validation first, then its requests on a connection held as ``mode`` says.
+
+        A database error comes out as DatabaseError, raised from the driver's error.
+        """
+        try:
+            request = next(op)
+        except StopIteration as stop:  # answered without the database (or refused its input)
+            return stop.value  # type: ignore[no-any-return]
+        with translated(), self.connection(connection, mode) as conn:
+            return drive(conn, op, request)
+
+    @contextlib.contextmanager
+    def connection(self, connection: Connectable, mode: Mode = "transaction") -> Iterator[Connection]:
+        """A connection held as ``mode`` says; a caller's connection stays in the caller's transaction."""
+        if connection is not None:
+            if mode in ("snapshot", "rollback"):
+                raise ValidationError("connection", f"cannot be given for this call ({mode} runs on its own)")
+            with self.foreign(connection) as conn:
+                yield conn
+        elif mode == "transaction":
+            with self.engine.begin() as conn:
+                yield conn
+        elif mode == "autocommit":
+            with self._autocommit_engine.connect() as conn:
+                yield conn
+        elif mode == "snapshot":
+            snapshot = self.engine.connect().execution_options(isolation_level="REPEATABLE READ")
+            with snapshot as conn, conn.begin():
+                yield conn
+        else:
+            with self.engine.connect() as conn:
+                try:
+                    yield conn
+                finally:
+                    conn.rollback()
+
+    @contextlib.contextmanager
+    def foreign(self, connection: Connection | Session) -> Iterator[Connection]:
+        """Point a caller's connection at our schema for the duration, then restore it."""
+        if isinstance(connection, Session):
+            conn = connection.connection()
+        elif isinstance(connection, Connection):
+            conn = connection
+        else:
+            raise ValidationError(
+                "connection", f"must be a SQLAlchemy Connection or Session, got {type(connection).__name__}"
+            )
+        previous = conn.execute(_TEXT["show_search_path"]).scalar_one()
+        conn.execute(_TEXT["set_local_search_path"], {"path": f'"{self.schema}"'})
+        try:
+            yield conn
+        finally:
+            conn.execute(_TEXT["set_local_search_path"], {"path": previous})
+
+
+_SCHEMA_MISSING = (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedFunction, psycopg.errors.InvalidSchemaName)
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """Database errors (the driver's, and SQLAlchemy's around them) become DatabaseError ``from`` the driver's."""
+    try:
+        yield
+    except (sa.exc.SQLAlchemyError, psycopg.Error) as exc:
+        cause = driver_error(exc) or exc
+        lines = [line.strip() for line in str(cause).strip().splitlines() if line.strip()]
+        detail = lines[0] if lines else type(cause).__name__
+        sqlstate: str | None = getattr(cause, "sqlstate", None)
+        kind: type[DatabaseError] = DatabaseError
+        if isinstance(cause, _SCHEMA_MISSING):
+            kind = SchemaMissing
+            message = (
+                f"the queue schema is missing or out of date in this database; run `taskqueue migrate` first ({detail})"
+            )
+        elif isinstance(cause, psycopg.OperationalError) and (sqlstate is None or sqlstate[:2] in ("08", "57")):
+            message = f"cannot reach the database: {detail}"
+        else:
+            message = f"database error: {detail}"
+        raise kind(message, transient=transient(exc), sqlstate=sqlstate) from cause
+
+
+def driver_error(exc: BaseException) -> BaseException | None:
+    """The driver's own error behind ``exc`` (through SQLAlchemy's wrapper and ``raise ... from``), if any."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None or isinstance(seen, psycopg.Error):
+            return seen
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return None
+
+
+def lock_transient(exc: BaseException) -> bool:
+    """A lock wait given up or a deadlock: the transaction can simply run again."""
+    return isinstance(driver_error(exc), (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected))
+
+
+def transient(exc: BaseException) -> bool:
+    """A database error that a fresh attempt can get past: a lost connection, a serialization failure, a deadlock.
+
+    psycopg files all of these under OperationalError (serialization failures
+    and deadlocks as TransactionRollback).
+    """
+    if isinstance(exc, DatabaseError):
+        return exc.transient
+    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(driver_error(exc), psycopg.OperationalError)

@@ -1,0 +1,163 @@
+"""A task's claim and its end: claim, heartbeat, complete, fail, requeue, rescue; reads by id.
+
+Statements: ``tasks.sql`` (claim_tasks, heartbeat_task[s], complete_task[s],
+fail_task, requeue_task, rescue_expired_tasks, cancel_task) and ``admin.sql``
+(get_task, list_tasks). Rows become :class:`~taskqueue.task.Task` here and
+nowhere else.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..task import Task, TaskState
+from .pools import release_pools
+from .requests import Op, Row, first, rows
+
+
+def task_from_row(row: Row) -> Task:
+    token = row["lease_token"]
+    return Task(
+        id=row["id"],
+        queue=row["queue"],
+        payload=row["payload"],
+        priority=row["priority"],
+        required=row["required"],
+        pool=row["pool"],
+        state=row["state"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        run_at=row["run_at"],
+        created_at=row["created_at"],
+        worker=row["worker"],
+        lease_expires_at=row["lease_expires_at"],
+        result=row["result"],
+        error=row["error"],
+        dedupe_key=row["dedupe_key"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        cancel_requested=row["cancel_requested"],
+        lease_seconds=row["lease_seconds"],
+        estimate=row.get("estimate"),
+        lease_token=None if token is None else str(token),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a complete/fail/requeue did: the new state, and whether a full pool got a free slot."""
+
+    state: TaskState
+    freed_full_pool: bool = False
+    run_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Beat:
+    id: int
+    lease_expires_at: dt.datetime
+    cancel_requested: bool
+
+
+def _outcome(row: Row | None) -> Outcome | None:
+    return None if row is None else Outcome(row["state"], bool(row["freed_full_pool"]), row["run_at"])
+
+
+def _pool_counts(found: Sequence[Row]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in found:
+        if r["pool"] is not None:
+            counts[r["pool"]] = counts.get(r["pool"], 0) + 1
+    return counts
+
+
+def claim(
+    *,
+    available: int | None,
+    limit: int,
+    queues: list[str] | None,
+    worker: str,
+    lease: float,
+    descending: bool,
+    peek: bool = False,
+) -> Op[list[Task]]:
+    """The claim function; with ``peek`` it only answers what it would claim (read-only, no locks)."""
+    params = {"available": available, "limit": limit, "queues": queues, "worker": worker, "lease": lease}
+    found = yield from rows("claim_tasks", descending=descending, peek=peek, **params)
+    return [task_from_row(r) for r in found]
+
+
+def heartbeat(task_id: int, token: str, lease: float | None) -> Op[Beat | None]:
+    row = yield from first("heartbeat_task", id=task_id, token=token, lease=lease)
+    return None if row is None else Beat(task_id, row["lease_expires_at"], row["cancel_requested"])
+
+
+def heartbeat_many(claims: Sequence[tuple[int, str]], lease: float | None) -> Op[dict[int, Beat]]:
+    if not claims:
+        return {}
+    found = yield from rows(
+        "heartbeat_tasks", ids=[c[0] for c in claims], tokens=[c[1] for c in claims], lease=lease
+    )
+    return {r["id"]: Beat(r["id"], r["lease_expires_at"], r["cancel_requested"]) for r in found}
+
+
+def complete(task_id: int, token: str, result_json: str | None) -> Op[Outcome | None]:
+    row = yield from first("complete_task", id=task_id, token=token, result=result_json)
+    return _outcome(row)
+
+
+def complete_many(claims: Sequence[tuple[int, str, str | None]]) -> Op[tuple[dict[int, TaskState], bool]]:
+    """Complete (id, token, result_json) claims in one statement; return ({id: state}, freed a full pool).
+
+    Pools are released afterwards in name order, one update per pool.
+    """
+    if not claims:
+        return {}, False
+    found = yield from rows(
+        "complete_tasks",
+        ids=[c[0] for c in claims],
+        tokens=[c[1] for c in claims],
+        results=[c[2] for c in claims],
+    )
+    freed = yield from release_pools(_pool_counts(found))
+    return {r["id"]: r["state"] for r in found}, freed
+
+
+def fail(task_id: int, token: str, error: str, *, retry: bool, retry_in: float) -> Op[Outcome | None]:
+    row = yield from first("fail_task", id=task_id, token=token, error=error, retry=retry, retry_in=retry_in)
+    return _outcome(row)
+
+
+def requeue(task_id: int, token: str, reason: str) -> Op[Outcome | None]:
+    row = yield from first("requeue_task", id=task_id, token=token, error=reason)
+    return _outcome(row)
+
+
+def rescue_expired() -> Op[list[tuple[int, str | None, str]]]:
+    """Requeue or fail every expired lease and release its pool slot; return (id, pool, state)."""
+    found = yield from rows("rescue_expired_tasks")
+    yield from release_pools(_pool_counts(found))
+    return [(r["id"], r["pool"], r["state"]) for r in found]
+
+
+def cancel(task_id: int) -> Op[TaskState | None]:
+    row = yield from first("cancel_task", id=task_id)
+    return None if row is None else row["state"]
+
+
+def retry(task_id: int) -> Op[str | None]:
+    """Re-enqueue a failed task with a fresh attempt budget; its queue, or None if it is not failed."""
+    row = yield from first("retry_task", id=task_id)
+    return None if row is None else str(row["queue"])
+
+
+def get(task_id: int) -> Op[Task | None]:
+    row = yield from first("get_task", id=task_id)
+    return None if row is None else task_from_row(row)
+
+
+def list_tasks(*, state: TaskState | None, queue: str | None, limit: int) -> Op[list[Task]]:
+    found = yield from rows("list_tasks", state=state, queue=queue, limit=limit)
+    return [task_from_row(r) for r in found]

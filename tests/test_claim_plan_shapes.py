@@ -1,0 +1,95 @@
+"""The claim's buffers stay under one constant on every shape of data, at 10k and at 200k tasks.
+
+The shapes are the benchmark's own (bench/shapes.py): many distinct sizes,
+many distinct priorities, both, sizes rising or falling with id, tasks just
+above what is available, a few huge levels, half-full pools, order="max".
+For each, one claim and one claim of 100 run under EXPLAIN (ANALYZE,
+BUFFERS) at both backlog sizes; a function scan's buffers include every
+statement of the function body (tests/test_claim_plan.py checks that). The
+naive query is measured too, so the test shows which shapes are hard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from bench.shapes import NAIVE, NAIVE_INDEX, POOLS, SEED, SHAPES, Shape
+from tests.support.database import Server, fresh_database
+
+pytestmark = pytest.mark.slow
+
+SIZES = (10_000, 200_000)
+BUDGET = 1_000  # shared buffers (hit + read) for one claim
+BATCH_BUDGET = 4_000  # claim_many(limit=100): about 40 a task, most of it the update itself
+# Sizes fall as ids grow and half of them fit: the boundary bucket's rows that
+# do not fit come first, and its fitting sizes are many and distinct. There
+# the claim's cost follows the boundary bucket's population (about 1/70 of
+# the rows), not a constant: see docs/performance.md.
+GROWS_WITH_BOUNDARY = {"falling_mid"}
+
+
+def seed(dsn: str, shape: Shape, rows: int) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET search_path TO taskqueue")
+        sql = SEED.format(priority=shape.priority, required=shape.required, npools=POOLS)
+        conn.execute(sql, {"n": rows, "pools": shape.pools})  # type: ignore[arg-type]
+        if shape.pools:
+            conn.execute(
+                "INSERT INTO pools (name, running_limit) SELECT 'p' || g, CASE WHEN g %% 2 = 0 THEN 0 END "
+                "FROM generate_series(0, %s) g",
+                (POOLS - 1,),
+            )
+        conn.execute("VACUUM ANALYZE tasks")
+
+
+def buffers(dsn: str, sql: str, params: dict[str, Any]) -> tuple[int, int]:
+    """Buffers of the second run (the first also plans), and the rows it returned."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.commit()
+        for _ in range(2):
+            plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params).fetchone()[0][0]["Plan"]  # type: ignore[index]
+            conn.rollback()
+    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0)), int(plan["Actual Rows"])
+
+
+def claim(dsn: str, shape: Shape, limit: int) -> tuple[int, int]:
+    available = shape.available if isinstance(shape.available, int) else shape.available[1] // 2
+    return buffers(
+        dsn,
+        "SELECT * FROM claim_tasks(%(a)s, %(limit)s, NULL, 'plan', 60, %(desc)s)",
+        {"a": available, "limit": limit, "desc": shape.order == "max"},
+    )
+
+
+def naive(dsn: str, shape: Shape) -> int:
+    available = shape.available if isinstance(shape.available, int) else shape.available[1] // 2
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET search_path TO taskqueue")
+        conn.execute(NAIVE_INDEX)
+        conn.execute("ANALYZE tasks")
+    order = "priority DESC, id" if shape.order == "max" else "priority, id"
+    return buffers(dsn, NAIVE.format(order=order), {"a": available, "pools": shape.pools})[0]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+def test_claim_buffers_stay_bounded(pg_server: Server, template_db: str, shape: Shape) -> None:
+    seen: dict[int, tuple[int, int, int]] = {}
+    for rows in SIZES:
+        with fresh_database(pg_server, template_db) as dsn:
+            seed(dsn, shape, rows)
+            one, got = claim(dsn, shape, 1)
+            assert got == 1, "a task fits in every shape"
+            batch, _ = claim(dsn, shape, 100)
+            seen[rows] = (one, batch, naive(dsn, shape))
+    small, big = seen[SIZES[0]], seen[SIZES[1]]
+    if shape.name in GROWS_WITH_BOUNDARY:
+        assert big[0] < BUDGET * 10, seen
+        return
+    assert small[0] < BUDGET and big[0] < BUDGET, f"claim buffers (one, batch, naive) by size: {seen}"
+    assert small[1] < BATCH_BUDGET and big[1] < BATCH_BUDGET, f"claim_many(100) buffers: {seen}"
+    if shape.hard:  # the naive query walks past most rows: its cost grows with them, ours does not
+        assert big[2] > 10 * small[2] and big[2] > 10 * big[0], seen
