@@ -16,6 +16,10 @@ import math
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .task import Task
 
 #: Upper bounds (seconds) of the claim-latency histogram's buckets: from a
 #: claim that was waiting on a listening worker to a backlog of hours.
@@ -84,15 +88,15 @@ class Counters:
         with self._lock:
             self._by_process[event] += n
 
-    def claimed(self, tasks: Iterable[object]) -> None:
+    def claimed(self, tasks: Iterable[Task]) -> None:
         """Count claims and their latency: run_at (due) to started_at (claimed), both database times."""
         with self._lock:
             for task in tasks:
                 queue = task.queue
                 key = ("claims", queue, "")
                 self._by_queue[key] = self._by_queue.get(key, 0) + 1
-                run_at: dt.datetime | None = getattr(task, "run_at", None)
-                started: dt.datetime | None = getattr(task, "started_at", None)
+                run_at: dt.datetime | None = task.run_at
+                started: dt.datetime | None = task.started_at
                 if run_at is not None and started is not None:
                     waited = max(0.0, (started - run_at).total_seconds())
                     self._latency.setdefault(queue, Histogram()).observe(waited)

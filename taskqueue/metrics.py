@@ -168,7 +168,7 @@ def _counter_families(counters: Counters) -> Iterator[Metric]:
     for queue, hist in sorted(snap.latency.items()):
         cumulative = 0
         buckets: list[tuple[str, float]] = []
-        for bound, n in zip(LATENCY_BUCKETS, hist.buckets):
+        for bound, n in zip(LATENCY_BUCKETS, hist.buckets, strict=True):
             cumulative += n
             buckets.append(("+Inf" if math.isinf(bound) else repr(bound), cumulative))
         latency.add_metric([queue], buckets, hist.total)

@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 
 from . import migrate as _migrate
 from . import operations as ops
+from .counters import Counters
 from .db import Database, Mode, translated
 from .dsn import resolve_dsn, to_libpq
-from .counters import Counters
 from .errors import DatabaseError, DuplicateTask, LeaseLost, TaskQueueError, ValidationError
 from .invariants import CheckReport
 from .invariants import check as run_check

@@ -18,12 +18,15 @@ MISSING_EXTRA = "the dashboard needs the 'dashboard' extra: pip install 'taskque
 
 def dashboard(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs credentials.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind; anything but loopback needs credentials.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8080,
     read_only: Annotated[bool, typer.Option("--read-only", help="Show everything, change nothing.")] = False,
     user: Annotated[str | None, typer.Option("--user", help="Basic-auth user (or TASKQUEUE_DASHBOARD_USER).")] = None,
     password: Annotated[
-        str | None, typer.Option("--password", help="Basic-auth password (or TASKQUEUE_DASHBOARD_PASSWORD, kept out of ps).")
+        str | None,
+        typer.Option("--password", help="Basic-auth password (or TASKQUEUE_DASHBOARD_PASSWORD, kept out of ps)."),
     ] = None,
     no_migrate: Annotated[bool, typer.Option("--no-migrate", help="Do not bring the schema up to date first.")] = False,
     dsn: DsnOption = None,

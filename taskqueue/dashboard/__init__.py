@@ -21,6 +21,6 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the CLI test with the import blocked
     raise ImportError(f"{MISSING_EXTRA} ({exc})") from exc
 
-from .app import create_app
+from .app import create_app  # noqa: E402 - after the check that names the missing extra
 
 __all__ = ["MISSING_EXTRA", "create_app"]

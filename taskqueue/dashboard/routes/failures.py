@@ -16,6 +16,7 @@ from starlette.routing import Route
 from ...errors import TaskQueueError, ValidationError
 from ...spec import check_task_id
 from ...store import insights as insight_ops
+from ...store.requests import Row
 from ..context import Dashboard, blocking, state
 from .tasks import PAGE, _optional_int
 
@@ -41,7 +42,7 @@ def _group_key(params: Any) -> tuple[str, str]:
     return kind, fingerprint
 
 
-def _members(dashboard: Dashboard, kind: str, fingerprint: str, before_id: int | None, limit: int) -> list[dict]:
+def _members(dashboard: Dashboard, kind: str, fingerprint: str, before_id: int | None, limit: int) -> list[Row]:
     return dashboard.read(insight_ops.failure_members(kind, fingerprint, before_id, limit))
 
 

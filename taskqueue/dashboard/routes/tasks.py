@@ -10,8 +10,8 @@ from starlette.routing import Route
 
 from ...errors import DatabaseError, TaskQueueError, ValidationError
 from ...spec import check_int, check_optional_name, check_state, check_task_id
-from ...task import STATES
 from ...store import insights as insight_ops
+from ...task import STATES
 from ..context import Dashboard, blocking, state
 
 PAGE = 50
