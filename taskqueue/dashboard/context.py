@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
+from ..errors import ValidationError
 from ..insights import CachedSummary, read_summary
 from ..invariants import CheckReport
 from ..metrics import make_registry
@@ -102,6 +103,16 @@ class Dashboard:
 
     def error(self, request: Request, message: str, status_code: int = 400) -> HTMLResponse:
         return self.page(request, "error.html", status_code=status_code, message=message)
+
+    async def submitted(self, request: Request, parse: Callable[[Any], T]) -> Response | T:
+        """For a POST: its form parsed by ``parse``, or the response that refuses it (see guard; bad input: 400)."""
+        refusal, form = await self.guard(request)
+        if refusal is not None:
+            return refusal
+        try:
+            return parse(form)
+        except ValidationError as exc:
+            return self.error(request, str(exc))
 
     async def guard(self, request: Request) -> tuple[Response | None, Any]:
         """For a POST: (a refusal, None) or (None, the form). Read-only apps refuse every action."""

@@ -83,28 +83,31 @@ def _apply(dashboard: Dashboard, action: str, ids: list[int]) -> tuple[int, int]
     return acted, skipped
 
 
+def parse_bulk(form: Any) -> tuple[str, str, str, list[int] | None]:
+    """(action, kind, fingerprint, ids); ids None means the whole group (up to BULK)."""
+    kind, fingerprint = _group_key(form)
+    # A group's own action unless the form names one: failed tasks retry, retrying ones cancel.
+    action = form.get("action") or ("retry" if kind == "failed" else "cancel")
+    if action not in ACTIONS:
+        raise ValidationError("action", f"must be one of {', '.join(ACTIONS)}")
+    if form.get("one"):
+        return action, kind, fingerprint, [check_task_id(_optional_int(str(form.get("one")), "one"))]
+    if form.get("scope") == "group":
+        return action, kind, fingerprint, None
+    ids = [check_task_id(_optional_int(str(v), "ids")) for v in form.getlist("ids")][:BULK]
+    if not ids:
+        raise ValidationError("ids", "select at least one task")
+    return action, kind, fingerprint, ids
+
+
 async def bulk(request: Request) -> Response:
     dashboard = state(request)
-    refusal, form = await dashboard.guard(request)
-    if refusal is not None:
-        return refusal
-    try:
-        kind, fingerprint = _group_key(form)
-        # A group's own action unless the form names one: failed tasks retry, retrying ones cancel.
-        action = form.get("action") or ("retry" if kind == "failed" else "cancel")
-        if action not in ACTIONS:
-            raise ValidationError("action", f"must be one of {', '.join(ACTIONS)}")
-        if form.get("one"):
-            ids = [check_task_id(_optional_int(str(form.get("one")), "one"))]
-        elif form.get("scope") == "group":
-            rows = await blocking(_members, dashboard, kind, fingerprint, None, BULK)
-            ids = [row["id"] for row in rows]
-        else:
-            ids = [check_task_id(_optional_int(str(v), "ids")) for v in form.getlist("ids")][:BULK]
-            if not ids:
-                raise ValidationError("ids", "select at least one task")
-    except ValidationError as exc:
-        return dashboard.error(request, str(exc), 400)
+    parsed = await dashboard.submitted(request, parse_bulk)
+    if isinstance(parsed, Response):
+        return parsed
+    action, kind, fingerprint, ids = parsed
+    if ids is None:
+        ids = [row["id"] for row in await blocking(_members, dashboard, kind, fingerprint, None, BULK)]
     acted, skipped = await blocking(_apply, dashboard, action, ids)
     dashboard.changed()
     target = request.url_for("failure_group").include_query_params(

@@ -40,13 +40,10 @@ def parse_limit(form: Any) -> tuple[str, int | None]:
 
 async def set_limit(request: Request) -> Response:
     dashboard = state(request)
-    refusal, form = await dashboard.guard(request)
-    if refusal is not None:
-        return refusal
-    try:
-        name, limit = parse_limit(form)
-    except ValidationError as exc:
-        return dashboard.error(request, str(exc), 400)
+    parsed = await dashboard.submitted(request, parse_limit)
+    if isinstance(parsed, Response):
+        return parsed
+    name, limit = parsed
     await blocking(dashboard.tq.set_pool_limit, name, limit)
     dashboard.changed()
     return RedirectResponse(request.url_for("pools").include_query_params(changed=name), status_code=303)
