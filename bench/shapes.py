@@ -240,3 +240,23 @@ def run(opts: common.Options) -> dict[str, Any]:
     results = [measure(opts.dsn, s, rows, seconds) for s in SHAPES if wanted is None or s.name in wanted]
     common.drop_schema(opts.dsn, SCHEMA)
     return {"scenario": "shapes", "rows": rows, "seconds_per_phase": seconds, "clients": CLIENTS, "shapes": results}
+
+
+def table(result: dict[str, Any]) -> str:
+    """The markdown table of docs/performance.md, from a ``shapes`` result."""
+    lines = [
+        "| shape | what | naive x1 | ours x1 | ratio x1 | naive x8 | ours x8 | ratio x8 | goal | "
+        "p99 10k → 1M | growth | claim_many p99/task 10k → 1M | met |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in result["shapes"]:
+        one, eight = s["x1"], s[f"x{result['clients']}"]
+        lines.append(
+            f"| {s['shape']} | {s['what']} | {one['naive_per_s']:,.1f}/s | {one['ours_per_s']:,.1f}/s | "
+            f"{one['ratio']:,.2f}× | {eight['naive_per_s']:,.1f}/s | {eight['ours_per_s']:,.1f}/s | "
+            f"{eight['ratio']:,.2f}× | ≥ {s['target_ratio']:g}× | "
+            f"{s['p99_ms']['small']:.2f} → {s['p99_ms']['big']:.2f} ms | {s['p99_growth']:.2f}× | "
+            f"{s['batch_p99_ms_per_task']['small']:.3f} → {s['batch_p99_ms_per_task']['big']:.3f} ms | "
+            f"{'yes' if s['met'] else 'no'} |"
+        )
+    return "\n".join(lines)

@@ -193,7 +193,7 @@ def test_two_workers_run_every_task_once_within_pools_and_capacity(
     assert all(p.running == 0 for p in tq.pools())
 
     stats = json.loads(run_cli(dsn, "stats", "--json").stdout)
-    assert stats.by_state["done"] == 240 and stats.by_state["running"] == 0
+    assert stats["by_state"]["done"] == 240 and stats["by_state"]["running"] == 0
 
 
 # -- wake-ups and timing -----------------------------------------------------------

@@ -184,6 +184,9 @@ BEGIN
                 IF v_c.pool = ANY (v_full) AND cardinality(v_park) < c_park THEN
                     v_park := v_park || v_c.id;
                 END IF;
+                -- Taken by a concurrent claim (or its pool is full): the rows
+                -- right after it in claim order are likely to fit too.
+                v_window := true;
                 CONTINUE picks;
             END IF;
             v_first_k := COALESCE(v_first_k, v_c.k1);
