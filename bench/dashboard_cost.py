@@ -85,7 +85,7 @@ def fill(tq: TaskQueue, rows: int, mix: str = "backlog") -> None:
                 "WHERE state = 'running' AND pool IS NOT NULL GROUP BY pool) c WHERE p.name = c.pool"
             )
         )
-    with tq._autocommit_engine.connect() as conn:
+    with tq.db.connection(None, "autocommit") as conn:
         conn.execute(sa.text("VACUUM ANALYZE tasks"))
         conn.execute(sa.text("VACUUM ANALYZE pools"))
 
