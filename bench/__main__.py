@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=None, help="length of each timed phase")
     parser.add_argument("--dsn", default=common.DEFAULT_DSN, help="libpq DSN (database created if missing)")
     parser.add_argument("--churn-rows", type=int, default=None, help="report only: size of the churn run")
-    parser.add_argument("--only", default=None, help="shapes only: comma-separated shape names")
+    parser.add_argument("--only", default=None, help="shapes: comma-separated shape names; scheduling: drain or real")
     parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
     ns = parser.parse_args(argv)
     if ns.scenario == "report" and ns.render:

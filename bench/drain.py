@@ -59,7 +59,8 @@ def _worker_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> d
     logging.getLogger("taskqueue").setLevel(logging.WARNING)
     tq = TaskQueue(args["dsn"], schema=SCHEMA, pool_size=4, max_overflow=20)
     tq.peek()
-    worker = Worker(queues=["default"], concurrency=args["concurrency"], name=f"drain-{idx}", maintenance=False)
+    worker = Worker(queues=["default"], concurrency=args["concurrency"], name=f"drain-{idx}", maintenance=False,
+                    capacity=args.get("capacity"), policy=args.get("policy", "backfill"))
     n = 0
     lock = threading.Lock()
 
@@ -74,7 +75,7 @@ def _worker_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> d
         # Drain mode: stop once nothing is waiting or running.
         while True:
             time.sleep(0.05)
-            left = tq.stats()["by_state"]
+            left = tq.stats().by_state
             if left["queued"] == 0 and left["running"] == 0 and left["scheduled"] == 0:
                 worker.stop()
                 return

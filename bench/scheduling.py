@@ -142,9 +142,34 @@ class _Measured:
         self.large_waits = data["large_waits"]
 
 
+def drain_cost(dsn: str, n: int, rounds: int = 2) -> dict[str, Any]:
+    """The drain benchmark's Worker with a capacity, under greedy and the default policy, alternated.
+
+    Every task fits (required 1, capacity 50), so the policy never holds
+    anything back: what is measured is the cost of planning each round.
+    """
+    from . import drain
+
+    runs: dict[str, list[float]] = {"greedy": [], "backfill": []}
+    for _ in range(rounds):
+        for policy in runs:
+            got = drain.ours(dsn, n, drain._worker_client, f"drain, capacity 50, {policy}",
+                             concurrency=50, capacity=50, policy=policy)
+            runs[policy].append(got["per_second"])
+    common.drop_schema(dsn, drain.SCHEMA)
+    best = {p: max(v) for p, v in runs.items()}
+    ratio = common.ratio(best["backfill"], best["greedy"])
+    return {"rows": n, "per_second": runs, "best": best, "backfill_vs_greedy": ratio}
+
+
 def run(opts: common.Options) -> dict[str, Any]:
+    """``--only drain``: the drain cost alone; ``--only real``: the policy runs alone; default: both."""
     seconds = opts.seconds if opts.seconds is not None else 60.0
     out: dict[str, Any] = {"tick_seconds": TICK, "capacities": CAPACITIES, "seconds_per_policy": seconds}
+    if opts.only in (None, "drain"):
+        out["drain"] = drain_cost(opts.dsn, opts.rows or 20_000)
+    if opts.only == "drain":
+        return out
     for name, workload in workloads(seconds).items():
         sim = compare(workload)
         real = {}

@@ -12,6 +12,7 @@ been dead for ``DEAD_KEEP_SECONDS``, so operators can still see what died.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Sequence
@@ -26,6 +27,8 @@ from .task import Reservation, WorkerInfo
 
 if TYPE_CHECKING:
     from .queue import TaskQueue
+
+log = logging.getLogger("taskqueue.worker.registry")
 
 DEAD_KEEP_SECONDS = 3600.0
 
@@ -65,6 +68,14 @@ class Registry:
     def leave(self) -> None:
         """A clean shutdown: the row and its reservation go now, not at expiry."""
         self.tq.db.run(ops.unregister(self.name), mode="autocommit")
+
+    def leave_or_expire(self) -> None:
+        """``leave`` at shutdown; if the database is unreachable the row simply expires (logged)."""
+        try:
+            self.leave()
+        except Exception as exc:
+            log.warning("could not leave the registry (%s); the row expires on its own", exc,
+                        extra={"worker": self.name})
 
     def reserve(self, *, task_id: int, required: int, queue: str, start_in: float) -> bool:
         """Record that this worker holds capacity back for ``task_id``; False if its row has expired."""

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .task import TaskState
+from .task import TaskState, WorkerInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +48,22 @@ class Stats:
     throughput_per_second: float
     total: int
     database_time: dt.datetime
+    workers: tuple[WorkerInfo, ...] = ()  # live workers, each with its reservation if it holds one
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON (``taskqueue stats --json``); times as ISO 8601."""
         data = dataclasses.asdict(self)
         data["database_time"] = self.database_time.isoformat()
+        data["workers"] = [_iso(w) for w in data["workers"]]
         return data
+
+
+def _iso(value: Any) -> Any:
+    """Datetimes inside nested plain data as ISO 8601 strings."""
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _iso(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_iso(v) for v in value]
+    return value

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from taskqueue import TaskQueue, ValidationError, Worker
@@ -83,3 +88,24 @@ def test_bad_policy_and_include_dead_are_refused(tq: TaskQueue) -> None:
         Worker(policy="fifo")
     with pytest.raises(ValidationError):
         tq.workers(include_dead="yes")  # type: ignore[arg-type]
+
+
+def test_stats_show_live_workers_and_reservations(tq: TaskQueue, dsn: str) -> None:
+    holder = registry(tq, "holder")
+    holder.beat(in_use=2, running=1)
+    assert holder.reserve(task_id=5, required=8, queue="q", start_in=3.0)
+    registry(tq, "gone").beat(in_use=0, running=0)
+    sql(dsn, "UPDATE taskqueue.workers SET expires_at = now() - interval '1 second' WHERE name = 'gone'")
+    stats = tq.stats()
+    assert [(w.name, w.in_use, w.reservation.task_id if w.reservation else None) for w in stats.workers] == [
+        ("holder", 2, 5)
+    ]
+    env = {**os.environ, "TASKQUEUE_DSN": dsn}
+    shown = subprocess.run([sys.executable, "-m", "taskqueue", "stats", "--json"], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    assert [(w["name"], w["reservation"]["task_id"]) for w in doc["workers"]] == [("holder", 5)]
+    table = subprocess.run([sys.executable, "-m", "taskqueue", "stats"], env=env, capture_output=True, text=True,
+                           timeout=60)
+    assert table.returncode == 0 and "holder" in table.stdout and "gone" not in table.stdout

@@ -30,7 +30,7 @@ from .common import (
 
 
 def stats_view(stats: Stats) -> Group:
-    """Tables for people: depth by queue and state, waiting by priority, pools, totals."""
+    """Tables for people: depth by queue and state, waiting by priority, pools, workers, totals."""
     states = Table(title="tasks by queue and state")
     states.add_column("queue")
     for state in STATES:
@@ -51,13 +51,24 @@ def stats_view(stats: Stats) -> Group:
     for pool in stats.pools:
         pools.add_row(pool.name, str(pool.running), "-" if pool.limit is None else str(pool.limit), str(pool.parked))
 
+    workers = Table(title="workers (live) and their reservations")
+    for column in ("worker", "pid", "policy", "capacity", "in use", "running", "reserved task", "for", "since"):
+        workers.add_column(column, justify="left" if column in ("worker", "policy") else "right")
+    for w in stats.workers:
+        r = w.reservation
+        workers.add_row(
+            w.name, str(w.pid), w.policy, "-" if w.capacity is None else str(w.capacity), str(w.in_use),
+            str(w.running), "-" if r is None else str(r.task_id), "-" if r is None else str(r.required),
+            "-" if r is None else fmt_seconds((stats.database_time - r.since).total_seconds()),
+        )
+
     summary = (
         f"total {stats.total}  ·  parked {stats.parked}"
         f"  ·  oldest waiting {fmt_seconds(stats.oldest_waiting_seconds)}"
         f"  ·  throughput {stats.throughput_per_second:.2f}/s (last minute)"
         f"  ·  at {stats.database_time.isoformat()}"
     )
-    return Group(states, waiting, pools, summary)
+    return Group(states, waiting, pools, workers, summary)
 
 
 def stats(
@@ -68,7 +79,7 @@ def stats(
     dsn: DsnOption = None,
     schema: SchemaOption = None,
 ) -> None:
-    """Depth by queue, state and priority; pools and their use; oldest wait; throughput."""
+    """Depth by queue, state and priority; pools and their use; live workers and reservations; throughput."""
     with open_queue(ctx, dsn, schema) as tq:
         if not watch:
             data = tq.stats()

@@ -22,7 +22,8 @@ class Rescuer:
     def run_once(self) -> int:
         gone = delete_dead_workers(self.tq)
         if gone:
-            log.info("deleted %d dead workers' registry rows", len(gone), extra={"worker": self.worker, "count": len(gone)})
+            log.info("deleted %d dead workers' registry rows", len(gone),
+                     extra={"worker": self.worker, "count": len(gone)})
         rescued = self.tq.rescue_expired()
         if rescued:
             log.info(

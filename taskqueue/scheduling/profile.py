@@ -18,7 +18,7 @@ OVERDUE_END = 1e-6
 class Profile:
     """Spare capacity from ``now`` on; ``spare[i]`` holds on ``[times[i], times[i + 1])``, the last one forever."""
 
-    __slots__ = ("times", "spare")
+    __slots__ = ("spare", "times")
 
     def __init__(self, now: float, capacity: int, running: Iterable[tuple[int, float]]) -> None:
         """``running`` is (required, expected end) of each running task."""

@@ -48,7 +48,8 @@ def summary(results: Mapping[str, Result], priorities: int) -> dict[str, Any]:
 
 def table(summary_: Mapping[str, Any]) -> str:
     """A plain-text table: one row per (policy, priority)."""
-    lines = [f"{'policy':<9} {'priority':<16} {'tasks':>6} {'mean':>8} {'p95':>7} {'max':>7} {'waiting':>7} {'util':>6}"]
+    header = f"{'policy':<9} {'priority':<16} {'tasks':>6} {'mean':>8} {'p95':>7} {'max':>7} {'waiting':>7} {'util':>6}"
+    lines = [header]
     for policy, data in summary_.items():
         for label, s in data["waits"].items():
             lines.append(
@@ -97,7 +98,8 @@ def plot_executing(results: Mapping[str, Result], capacities: Sequence[int], pat
     for row, (policy, result) in enumerate(results.items()):
         ax = axes[row][0]
         for i, series in enumerate(result.executing):
-            ax.step(range(min(window, len(series))), series[:window], where="post", label=f"worker {i} (cap {capacities[i]})")
+            shown = series[:window]
+            ax.step(range(len(shown)), shown, where="post", label=f"worker {i} (cap {capacities[i]})")
         ax.set_ylim(0, max(capacities) + 1)
         ax.set_title(f"{policy}: executing points (utilisation {result.utilisation:.1%})", fontsize=9)
         ax.set_ylabel("in use", fontsize=8)

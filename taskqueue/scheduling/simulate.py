@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import POLICIES
 from .policy import Head, Reserved, plan
@@ -144,8 +144,7 @@ def _round(
             del waiting[i]
             started.append(key)
             w.running.append((t + a.runtime, a.required, t + a.estimate, key))
-            if key in reserved_by:
-                del reserved_by[key]
+            reserved_by.pop(key, None)
             continue
         i += 1
     if own is not None and reserved_by.get(own.key) == w.index:
@@ -174,7 +173,9 @@ def starvation_bound(workload: Workload) -> float:
     return float(workload.runtimes[1] + 1)
 
 
-def starvation_series(base: Workload, lengths: Sequence[int], policies: Sequence[str] = POLICIES) -> dict[str, list[float]]:
+def starvation_series(
+    base: Workload, lengths: Sequence[int], policies: Sequence[str] = POLICIES
+) -> dict[str, list[float]]:
     """Max wait of the large tasks per policy, for runs of each length (greedy's grows with it)."""
     series: dict[str, list[float]] = {p: [] for p in policies}
     for ticks in lengths:
@@ -185,6 +186,4 @@ def starvation_series(base: Workload, lengths: Sequence[int], policies: Sequence
 
 
 def _with(workload: Workload, **changes: object) -> Workload:
-    from dataclasses import replace
-
     return replace(workload, **changes)  # type: ignore[arg-type]

@@ -117,7 +117,7 @@ class Workload:
         return self._poisson_stream(rnd, rate, make)
 
     def _starvation(self, rnd: random.Random) -> list[Arrival]:
-        """Small low-priority tasks at ``load``, plus a task as large as the largest worker every ``large_every`` ticks."""
+        """Small low-priority tasks at ``load``; every ``large_every`` ticks a task as large as the largest worker."""
         lo, hi = self.sizes
         rlo, rhi = self.runtimes
         big = max(self.capacities)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..stats import PoolStats, Stats, WaitingGroup
 from ..task import STATES, TaskState
+from . import registry
 from .pools import pools
 from .requests import Op, first, rowcount, rows, scalar
 
@@ -45,4 +46,5 @@ def stats(throughput_window: float = 60.0) -> Op[Stats]:
         throughput_per_second=finished / throughput_window,
         total=sum(by_state.values()),
         database_time=now["now"],
+        workers=tuple((yield from registry.workers())),
     )

@@ -65,7 +65,7 @@ class Claimer(Service):
             return [], 0
         if self.planner is not None and available is not None:
             # The policy only ever lowers the budget: the claim stays the exact-fit claim.
-            available = self.planner.budget(self.capacity.running(), available)
+            available = self.planner.budget(self.capacity.running, available)
         tasks = self.tq.claim_many(
             available=available, limit=threads, queues=self.queues, worker=self.worker, lease=self.lease
         )

@@ -25,10 +25,10 @@ from ..errors import LeaseLost, ServiceFailed, TaskQueueError, ValidationError
 from ..maintenance import Maintainer
 from ..operations import default_worker_name
 from ..queue import TaskQueue
-from ..spec import check_int, check_lease, check_name, check_number
 from ..registry import Registry
 from ..scheduling import DEFAULT_POLICY, POLICIES
 from ..scheduling.planner import Planner
+from ..spec import check_int, check_lease, check_name, check_number
 from .capacity import Capacity
 from .claimer import Claimer
 from .completer import Completer
@@ -232,13 +232,14 @@ class Worker:
         self.capacity_state = capacity
         completer = Completer(tq, capacity, worker=name, signals=self.signals)
         executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads, signals=self.signals)
-        listener = Listener(tq.dsn, tq.channel, self._wake.set, worker=name, signals=self.signals)
         registry = Registry(
             tq, name=name, queues=queues, capacity=self.capacity, policy=self.policy, ttl=self.lease
         )
         planner = None
         if self.capacity is not None and self.policy != "greedy":
             planner = Planner(registry, policy=self.policy, capacity=self.capacity, queues=queues)
+        on_notify = self._wake.set if planner is None else planner.waking(self._wake)
+        listener = Listener(tq.dsn, tq.channel, on_notify, worker=name, signals=self.signals)
         claimer = Claimer(
             tq,
             capacity,
@@ -284,7 +285,9 @@ class Worker:
             self.policy,
             threads,
             self.lease,
-            extra={**fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads},
+            extra={
+                **fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads
+            },
         )
         failure: ServiceFailed | None = None
         try:
@@ -307,7 +310,7 @@ class Worker:
                 if service is not claimer:
                     service.stop()
             claimer.stop()
-            _leave(registry, fields)
+            registry.leave_or_expire()
             self._restore_signals(previous)
             # Ready for another run(); a stop() that came before this run() was honoured.
             self._stopping.clear()
@@ -379,10 +382,3 @@ class Worker:
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-
-def _leave(registry: Registry, fields: dict[str, Any]) -> None:
-    """Leave the registry at shutdown; if the database is unreachable the row simply expires."""
-    try:
-        registry.leave()
-    except Exception as exc:
-        log.warning("could not leave the registry (%s); the row expires on its own", exc, extra=fields)
