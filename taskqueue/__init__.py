@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import DatabaseError, LeaseLost, Permanent, Retry, ServiceFailed, TaskQueueError, ValidationError
+from .errors import DatabaseError, DuplicateTask, LeaseLost, Permanent, Retry, ServiceFailed, TaskQueueError, ValidationError
 from .network import network_pool
 from .stats import PoolStats, Stats, WaitingGroup
 from .task import EnqueueSpec, Order, Pool, Reservation, Task, TaskState, WorkerInfo
@@ -28,6 +28,7 @@ _LAZY = {"CheckReport": ".invariants", "TaskQueue": ".queue", "Worker": ".worker
 __all__ = [
     "CheckReport",
     "DatabaseError",
+    "DuplicateTask",
     "EnqueueSpec",
     "LeaseLost",
     "Order",

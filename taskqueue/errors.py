@@ -76,3 +76,15 @@ class ServiceFailed(TaskQueueError):
         self.error = error
         detail = "" if error is None else f": {type(error).__name__}: {error}"
         super().__init__(f"worker service {service!r} crashed {crashes} times within {window:g} s{detail}")
+
+
+class DuplicateTask(TaskQueueError):
+    """A retry would make a second live task with the same (queue, dedupe_key); nothing changed."""
+
+    def __init__(self, task_id: int, queue: str, dedupe_key: str | None) -> None:
+        self.task_id = task_id
+        self.queue = queue
+        self.dedupe_key = dedupe_key
+        super().__init__(
+            f"task {task_id}: cannot retry: another live task in queue {queue!r} holds dedupe key {dedupe_key!r}"
+        )

@@ -77,6 +77,18 @@ class TaskRow(Base):
         Index("ix_tasks_scheduled", "run_at", postgresql_where=text("state = 'scheduled'")),
         Index("ix_tasks_running", "lease_expires_at", postgresql_where=text("state = 'running'")),
         Index("ix_tasks_finished", "finished_at", postgresql_where=text("finished_at IS NOT NULL")),
+        # Failures for the dashboard and the metrics (migration 0006): failed
+        # tasks and waiting ones that failed an attempt; nothing else.
+        Index(
+            "ix_tasks_errored",
+            "state",
+            "queue",
+            "priority",
+            "id",
+            postgresql_where=text(
+                "state = 'failed' OR (error IS NOT NULL AND state IN ('queued', 'scheduled') AND attempts > 0)"
+            ),
+        ),
         Index(
             "uq_tasks_dedupe",
             "queue",

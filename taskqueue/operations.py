@@ -244,6 +244,15 @@ def cancel(task_id: Any) -> Op[bool]:
     return (yield from task_ops.cancel(task_id)) is not None
 
 
+def retry(task_id: Any, *, channel: str) -> Op[str | None]:
+    """A failed task back to queued with a fresh attempt budget; its queue, or None if it was not failed."""
+    task_id = check_task_id(task_id)
+    queue = yield from task_ops.retry(task_id)
+    if queue is not None:
+        yield from enqueue_ops.notify(channel)
+    return queue
+
+
 def get(task_id: Any) -> Op[Task | None]:
     task_id = check_task_id(task_id)
     return (yield from task_ops.get(task_id))

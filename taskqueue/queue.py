@@ -14,9 +14,10 @@ if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist on
 
 from . import migrate as _migrate
 from . import operations as ops
+from .counters import Counters
 from .db import Database, Mode, translated
 from .dsn import resolve_dsn, to_libpq
-from .errors import TaskQueueError, ValidationError
+from .errors import DatabaseError, DuplicateTask, LeaseLost, TaskQueueError, ValidationError
 from .invariants import CheckReport
 from .invariants import check as run_check
 from .operations import DEFAULT_LEASE, default_worker_name
@@ -49,9 +50,19 @@ class TaskQueue:
         self.channel = notify_channel(self.schema)
         self.db = Database(self.dsn, self.schema, pool_size=pool_size, max_overflow=max_overflow)
         self.engine = self.db.engine
+        #: What this handle did (claims, completions, ...), for taskqueue.metrics.
+        self.counters = Counters()
 
     def _run(self, op: Op[T], connection: Connection | Session | None = None, *, mode: Mode = "transaction") -> T:
         return self.db.run(op, connection, mode=mode)
+
+    @contextlib.contextmanager
+    def _counting_lost_leases(self) -> Iterator[None]:
+        try:
+            yield
+        except LeaseLost:
+            self.counters.add_process("lost_leases")
+            raise
 
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
@@ -140,7 +151,9 @@ class TaskQueue:
     ) -> Task | None:
         """Claim the best task that fits ``available``: smallest (priority, id), or largest priority with 'max'."""
         # One statement (the claim function): atomic alone, so no BEGIN/COMMIT round trips.
-        return self._run(ops.claim_one(available, queues, worker, lease, order), mode="autocommit")
+        task = self._run(ops.claim_one(available, queues, worker, lease, order), mode="autocommit")
+        self.counters.claimed([] if task is None else [task])
+        return task
 
     def claim_many(
         self,
@@ -153,7 +166,9 @@ class TaskQueue:
         order: Order = "min",
     ) -> list[Task]:
         """Claim up to ``limit`` tasks in priority order, packing them into ``available``."""
-        return self._run(ops.claim_many(available, limit, queues, worker, lease, order), mode="autocommit")
+        tasks = self._run(ops.claim_many(available, limit, queues, worker, lease, order), mode="autocommit")
+        self.counters.claimed(tasks)
+        return tasks
 
     def peek(
         self, *, available: int | None = None, queues: Iterable[str] | None = None, order: Order = "min"
@@ -170,15 +185,20 @@ class TaskQueue:
     # -- holders of a claim -------------------------------------------------
     def heartbeat(self, task: Task, *, lease: float | None = None) -> None:
         """Extend the claim's lease (by its own length, or to now() + ``lease``)."""
-        self._run(ops.heartbeat(task, lease))
+        with self._counting_lost_leases():
+            self._run(ops.heartbeat(task, lease))
 
     def heartbeat_many(self, tasks: Iterable[Task], *, lease: float | None = None) -> list[Task]:
         """Extend many leases in one round trip; return the tasks whose lease is lost."""
-        return self._run(ops.heartbeat_many(tasks, lease), mode="autocommit")
+        lost = self._run(ops.heartbeat_many(tasks, lease), mode="autocommit")
+        self.counters.add_process("lost_leases", len(lost))
+        return lost
 
     def complete(self, task: Task, result: Any = None, *, connection: Connection | Session | None = None) -> None:
         """Finish the claim as done. With ``connection=``, it commits with the caller's own writes."""
-        self._run(ops.complete(task, result, channel=self.channel), connection)
+        with self._counting_lost_leases():
+            self._run(ops.complete(task, result, channel=self.channel), connection)
+        self.counters.add("completions", task.queue)
 
     def complete_many(
         self, items: Iterable[tuple[Task, Any]], *, connection: Connection | Session | None = None
@@ -193,8 +213,14 @@ class TaskQueue:
         pairs = list(items)
         # A claim's pool never changes: the handle's tells whether pools need releasing.
         one_statement = not any(isinstance(p, tuple) and p and getattr(p[0], "pool", None) for p in pairs)
-        return self._run(ops.complete_many(pairs, channel=self.channel), connection,
+        lost = self._run(ops.complete_many(pairs, channel=self.channel), connection,
                          mode="autocommit" if one_statement else "transaction")
+        gone = set(lost)
+        for task, _result in pairs:
+            if task.id not in gone:
+                self.counters.add("completions", task.queue)
+        self.counters.add_process("lost_leases", len(lost))
+        return lost
 
     def fail(
         self,
@@ -206,16 +232,38 @@ class TaskQueue:
         connection: Connection | Session | None = None,
     ) -> None:
         """Finish the claim with an error: retried later while attempts remain, else failed."""
-        self._run(ops.fail(task, error, retry=retry, retry_in=retry_in, channel=self.channel), connection)
+        with self._counting_lost_leases():
+            self._run(ops.fail(task, error, retry=retry, retry_in=retry_in, channel=self.channel), connection)
+        self.counters.add("failures", task.queue)
+        if task.state in ("queued", "scheduled"):
+            self.counters.add("retries", task.queue, kind="backoff")
 
     def release(self, task: Task, *, reason: str = "released by its worker") -> None:
         """Give a running task back to the queue without using up an attempt (worker shutdown)."""
-        self._run(ops.release(task, reason, channel=self.channel))
+        with self._counting_lost_leases():
+            self._run(ops.release(task, reason, channel=self.channel))
 
     # -- by id --------------------------------------------------------------
     def cancel(self, task_id: int) -> bool:
         """Cancel a waiting task now, or ask a running task's holder to stop. False if already finished."""
         return self._run(ops.cancel(task_id))
+
+    def retry(self, task_id: int) -> bool:
+        """Re-enqueue a failed task with a fresh attempt budget. False if it is not failed (or unknown).
+
+        Raises DuplicateTask when a live task already holds its dedupe key.
+        """
+        try:
+            queue = self._run(ops.retry(task_id, channel=self.channel))
+        except DatabaseError as exc:
+            if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None) != "uq_tasks_dedupe":
+                raise
+            task = self.get(task_id)
+            raise DuplicateTask(task_id, task.queue if task else "?", task.dedupe_key if task else None) from None
+        if queue is None:
+            return False
+        self.counters.add("retries", queue, kind="operator")
+        return True
 
     def get(self, task_id: int) -> Task | None:
         return self._run(ops.get(task_id))
@@ -238,7 +286,9 @@ class TaskQueue:
     # -- maintenance and inspection ---------------------------------------
     def rescue_expired(self) -> int:
         """Requeue (or fail, when out of attempts) every task whose lease expired."""
-        return self._run(ops.rescue_expired(channel=self.channel))
+        rescued = self._run(ops.rescue_expired(channel=self.channel))
+        self.counters.add_process("rescues", rescued)
+        return rescued
 
     def prune(self, *, older_than: float = 7 * 24 * 3600.0, batch: int = 10_000) -> int:
         """Delete finished tasks older than ``older_than`` seconds; returns how many."""

@@ -1,4 +1,4 @@
-"""Operator actions: ``migrate``, ``rescue``, ``cancel ID``."""
+"""Operator actions: ``migrate``, ``rescue``, ``cancel ID``, ``retry ID``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import ADMIN, CliError, DsnOption, SchemaOption, open_queue
+from .common import ADMIN, CliError, DsnOption, SchemaOption, existing_task, open_queue
 
 
 def migrate(ctx: typer.Context, dsn: DsnOption = None, schema: SchemaOption = None) -> None:
@@ -39,9 +39,7 @@ def cancel(
 ) -> None:
     """Cancel a waiting task, or ask the worker running it to stop."""
     with open_queue(ctx, dsn, schema) as tq:
-        before = tq.get(task_id)
-        if before is None:
-            raise CliError(f"no task {task_id}")
+        before = existing_task(tq, task_id)
         if not tq.cancel(task_id):
             raise CliError(f"task {task_id} is already {before.state}; nothing to cancel")
         after = tq.get(task_id)
@@ -51,7 +49,22 @@ def cancel(
             typer.echo(f"cancelled task {task_id}")
 
 
+def retry(
+    ctx: typer.Context,
+    task_id: Annotated[int, typer.Argument(metavar="ID", min=1, help="The failed task's id.")],
+    dsn: DsnOption = None,
+    schema: SchemaOption = None,
+) -> None:
+    """Run a failed task again with a fresh attempt budget."""
+    with open_queue(ctx, dsn, schema) as tq:
+        before = existing_task(tq, task_id)
+        if not tq.retry(task_id):
+            raise CliError(f"task {task_id} is {before.state}; only a failed task can be retried")
+        typer.echo(f"task {task_id} is queued again with {before.max_attempts} attempts")
+
+
 def register(app: typer.Typer) -> None:
     app.command("migrate", rich_help_panel=ADMIN)(migrate)
     app.command("rescue", rich_help_panel=ADMIN)(rescue)
     app.command("cancel", rich_help_panel=ADMIN)(cancel)
+    app.command("retry", rich_help_panel=ADMIN)(retry)

@@ -24,7 +24,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..errors import TaskQueueError, ValidationError
-from . import admin, check, demo, embedded, enqueue, inspect, interrupts, pool_of, pools, simulate, worker
+from . import admin, check, dashboard, demo, embedded, enqueue, inspect, interrupts, pool_of, pools, simulate, worker
 from .common import ADMIN, INSPECT, RUN, CliError, Connection, DsnOption, SchemaOption
 
 
@@ -91,6 +91,7 @@ check.register(app)
 pools.register(app)
 admin.register(app)
 embedded.register(app)
+dashboard.register(app)
 simulate.register(app)
 
 

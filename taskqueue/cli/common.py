@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from .. import humanize
 from ..errors import TaskQueueError
 from ..schema import SCHEMA_DEFAULT
 
@@ -136,15 +137,15 @@ def task_dict(task: Any) -> dict[str, Any]:
 
 
 def fmt_seconds(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    return humanize.seconds(seconds)
+
+
+def existing_task(tq: TaskQueue, task_id: int) -> Any:
+    """The task, or a one-line error when there is none."""
+    task = tq.get(task_id)
+    if task is None:
+        raise CliError(f"no task {task_id}")
+    return task
 
 
 def fmt_time(value: dt.datetime | None) -> str:

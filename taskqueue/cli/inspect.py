@@ -19,6 +19,7 @@ from .common import (
     DsnOption,
     JsonOption,
     SchemaOption,
+    existing_task,
     fmt_seconds,
     group_app,
     jsonable,
@@ -159,9 +160,7 @@ def show(
 ) -> None:
     """Every field of one task."""
     with open_queue(ctx, dsn, schema) as tq:
-        task = tq.get(task_id)
-    if task is None:
-        raise CliError(f"no task {task_id}")
+        task = existing_task(tq, task_id)
     data = task_dict(task)
     if as_json:
         print_json(data)

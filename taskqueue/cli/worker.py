@@ -125,6 +125,10 @@ def worker(
     log_level: Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
     log_json: Annotated[bool, typer.Option("--log-json", help="Log one JSON object per line.")] = False,
     no_migrate: Annotated[bool, typer.Option("--no-migrate", help="Do not bring the schema up to date first.")] = False,
+    metrics_port: Annotated[
+        int | None, typer.Option("--metrics-port", min=0, max=65535, help="Serve Prometheus /metrics on this port.")
+    ] = None,
+    metrics_host: Annotated[str, typer.Option("--metrics-host", help="Address for --metrics-port.")] = "127.0.0.1",
     dsn: DsnOption = None,
     schema: SchemaOption = None,
 ) -> None:
@@ -139,7 +143,23 @@ def worker(
     with open_queue(ctx, dsn, schema) as tq:
         if not no_migrate:
             tq.migrate()
-        the_worker.run(tq)
+        metrics = _start_metrics(the_worker, tq, metrics_port, metrics_host) if metrics_port is not None else None
+        try:
+            the_worker.run(tq)
+        finally:
+            if metrics is not None:
+                metrics.stop()
+
+
+def _start_metrics(the_worker: Any, tq: Any, port: int, host: str) -> Any:
+    try:
+        from ..metrics import WorkerMetrics
+    except ImportError as exc:
+        raise CliError(f"--metrics-port needs prometheus-client: pip install 'taskqueue[dashboard]' ({exc})") from None
+    metrics = WorkerMetrics(the_worker, tq)
+    bound = metrics.start(port, host)
+    logging.getLogger("taskqueue.metrics").info("metrics on http://%s:%d/metrics", host, bound)
+    return metrics
 
 
 def register(app: typer.Typer) -> None:

@@ -276,3 +276,21 @@ UPDATE tasks
        cancel_requested = true
  WHERE id = :id AND state IN ('queued', 'scheduled', 'running')
 RETURNING id, state;
+
+-- name: retry_task
+-- An operator's retry of a failed task: back to queued with a fresh attempt
+-- budget (attempts 0, max_attempts kept) and run_at now, in one statement.
+-- Only a failed task qualifies; a task in any other state returns no row.
+-- The last error stays for the record until the next attempt ends. It goes
+-- in unparked, as an enqueue does: a claim parks it if its pool is full.
+-- A live task holding the same dedupe key makes uq_tasks_dedupe refuse it.
+UPDATE tasks
+   SET state = 'queued',
+       attempts = 0,
+       run_at = now(),
+       finished_at = NULL,
+       result = NULL,
+       cancel_requested = false,
+       parked = false
+ WHERE id = :id AND state = 'failed'
+RETURNING id, queue;

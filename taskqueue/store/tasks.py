@@ -147,6 +147,12 @@ def cancel(task_id: int) -> Op[TaskState | None]:
     return None if row is None else row["state"]
 
 
+def retry(task_id: int) -> Op[str | None]:
+    """Re-enqueue a failed task with a fresh attempt budget; its queue, or None if it is not failed."""
+    row = yield from first("retry_task", id=task_id)
+    return None if row is None else str(row["queue"])
+
+
 def get(task_id: int) -> Op[Task | None]:
     row = yield from first("get_task", id=task_id)
     return None if row is None else task_from_row(row)
