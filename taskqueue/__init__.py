@@ -13,7 +13,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import DatabaseError, DuplicateTask, LeaseLost, Permanent, Retry, ServiceFailed, TaskQueueError, ValidationError
+from .errors import (
+    DatabaseError,
+    DuplicateTask,
+    LeaseLost,
+    Permanent,
+    Retry,
+    ServiceFailed,
+    TaskQueueError,
+    ValidationError,
+)
 from .network import network_pool
 from .stats import PoolStats, Stats, WaitingGroup
 from .task import EnqueueSpec, Order, Pool, Reservation, Task, TaskState, WorkerInfo
