@@ -14,9 +14,9 @@ from taskqueue import TaskQueue
 from tests.test_cli import assert_one_line_error, run_cli
 
 SECTIONS = {
-    "run": {"demo", "enqueue", "pool-of", "worker"},
+    "run": {"dashboard", "demo", "enqueue", "pool-of", "simulate", "worker"},
     "inspect": {"check", "stats", "tasks"},
-    "admin": {"cancel", "embedded", "migrate", "pools", "rescue"},
+    "admin": {"cancel", "embedded", "migrate", "pools", "rescue", "retry"},
 }
 
 
