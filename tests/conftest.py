@@ -1,51 +1,27 @@
-from __future__ import annotations
+"""The project's own fixtures are the ones its users get: taskqueue's pytest plugin.
 
-from collections.abc import Iterator
+``tq`` (a migrated, empty queue), ``taskqueue_database`` and friends come
+from ``taskqueue/testing/plugin.py``; ``dsn`` and ``empty_dsn`` are this
+suite's shorter names for two of them.
+"""
+
+from __future__ import annotations
 
 import pytest
 
-from taskqueue import TaskQueue
-from tests.support.database import Server, create_template, fresh_database, start_server
+from tests.support.plugin import PLUGIN, registered_by_entry_point
 
-
-def _migrate(dsn: str) -> None:
-    with TaskQueue(dsn) as tq:
-        tq.migrate()
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[Server]:
-    server = start_server()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-@pytest.fixture(scope="session")
-def template_db(pg_server: Server) -> Iterator[str]:
-    from tests.support.database import drop_database
-
-    name = create_template(pg_server, _migrate)
-    yield name
-    drop_database(pg_server, name)
+if not registered_by_entry_point():
+    pytest_plugins = [PLUGIN]
 
 
 @pytest.fixture
-def dsn(pg_server: Server, template_db: str) -> Iterator[str]:
+def dsn(taskqueue_database: str) -> str:
     """A fresh, migrated database of its own for this test."""
-    with fresh_database(pg_server, template_db) as url:
-        yield url
+    return taskqueue_database
 
 
 @pytest.fixture
-def empty_dsn(pg_server: Server) -> Iterator[str]:
+def empty_dsn(taskqueue_empty_database: str) -> str:
     """A fresh database with nothing in it (for migration tests)."""
-    with fresh_database(pg_server, None) as url:
-        yield url
-
-
-@pytest.fixture
-def tq(dsn: str) -> Iterator[TaskQueue]:
-    with TaskQueue(dsn) as queue:
-        yield queue
+    return taskqueue_empty_database

@@ -19,7 +19,7 @@ import pytest
 
 from taskqueue import Task, TaskQueue, ValidationError
 from taskqueue.spec import MAX_NAME_LENGTH, MAX_PAYLOAD_BYTES
-from tests.support.database import Server, fresh_database
+from taskqueue.testing.database import Server, fresh_database
 
 UTC = dt.timezone.utc
 LONG = "n" * (MAX_NAME_LENGTH + 1)
@@ -47,8 +47,8 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(pg_server: Server, template_db: str) -> Iterator[World]:
-    with fresh_database(pg_server, template_db) as dsn, TaskQueue(dsn) as tq:
+def world(taskqueue_server: Server, taskqueue_template: str) -> Iterator[World]:
+    with fresh_database(taskqueue_server, taskqueue_template) as dsn, TaskQueue(dsn) as tq:
         tq.set_pool_limit("p", 2)
         tq.enqueue({"seed": 1}, pool="p", dedupe_key="seed")
         tq.enqueue({"seed": 2}, queue="other", delay=3600)

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.support.database import Server, fresh_database
+from taskqueue.testing.database import Server, fresh_database
 
 ROWS = 100_000
 BUDGET = 3_000  # shared buffers, hit + read: the head window and the near walk read up to 256 + 2048 rows; a scan of the backlog needs far more
@@ -22,13 +22,13 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def backlog_dsn(pg_server: Server, template_db: str) -> Iterator[str]:
+def backlog_dsn(taskqueue_server: Server, taskqueue_template: str) -> Iterator[str]:
     """Seed 000's worst case: ~100k queued tasks over 10 priorities that do not fit.
 
     Built once for the module. Each measurement adds the one task that fits
     (last, at the far end of the walk) and rolls everything back.
     """
-    with fresh_database(pg_server, template_db) as dsn:
+    with fresh_database(taskqueue_server, taskqueue_template) as dsn:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(
                 "INSERT INTO taskqueue.tasks (queue, payload, priority, required, state, max_attempts) "

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from bench.shapes import NAIVE, NAIVE_INDEX, POOLS, SEED, SHAPES, Shape
-from tests.support.database import Server, fresh_database
+from taskqueue.testing.database import Server, fresh_database
 
 pytestmark = pytest.mark.slow
 
@@ -76,10 +76,10 @@ def naive(dsn: str, shape: Shape) -> int:
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
-def test_claim_buffers_stay_bounded(pg_server: Server, template_db: str, shape: Shape) -> None:
+def test_claim_buffers_stay_bounded(taskqueue_server: Server, taskqueue_template: str, shape: Shape) -> None:
     seen: dict[int, tuple[int, int, int]] = {}
     for rows in SIZES:
-        with fresh_database(pg_server, template_db) as dsn:
+        with fresh_database(taskqueue_server, taskqueue_template) as dsn:
             seed(dsn, shape, rows)
             one, got = claim(dsn, shape, 1)
             assert got == 1, "a task fits in every shape"
