@@ -258,6 +258,46 @@ def get(task_id: Any) -> Op[Task | None]:
     return (yield from task_ops.get(task_id))
 
 
+def find_tasks(
+    *,
+    states: Any,
+    queue: Any = None,
+    payload: Any = None,
+    priority: Any = None,
+    required: Any = None,
+    pool: Any = None,
+    dedupe_key: Any = None,
+    limit: Any = 1000,
+) -> Op[list[Task]]:
+    """Tasks matching every filter given (None: any), oldest first; ``payload`` matches by JSON containment.
+
+    ``states``: None, one state, or several.
+    """
+    state_list: list[str] | None = None
+    if states is not None:
+        names = [states] if isinstance(states, str) else list(states)
+        if not names or None in names:
+            raise ValidationError("state", f"must be a state or a non-empty list of states, got {states!r}")
+        state_list = sorted({str(check_state(name)) for name in names})
+    return (
+        yield from task_ops.find(
+            states=state_list,
+            queue=check_optional_name(queue, "queue"),
+            payload_json=None if payload is None else encode_json(payload, "payload"),
+            priority=None if priority is None else check_int(priority, "priority"),
+            required=None if required is None else check_int(required, "required", minimum=0),
+            pool=check_optional_name(pool, "pool"),
+            dedupe_key=check_optional_name(dedupe_key, "dedupe_key"),
+            limit=check_int(limit, "limit", minimum=1, maximum=1_000_000),
+        )
+    )
+
+
+def make_scheduled_due(queues: Any) -> Op[int]:
+    """Every scheduled task of ``queues`` (None: all) due now, for a test that does not wait for the clock."""
+    return (yield from task_ops.make_scheduled_due(check_queues(queues)))
+
+
 def list_tasks(state: Any, queue: Any, limit: Any) -> Op[list[Task]]:
     state = check_state(state)
     queue = check_optional_name(queue, "queue")

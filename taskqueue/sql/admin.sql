@@ -2,22 +2,24 @@
 -- Tables are unqualified: each connection's search_path is the queue schema.
 -- Every value is a bound parameter; no name is ever pasted into SQL.
 
--- name: get_task
--- A scheduled task whose run_at has passed is reported as queued: it is
--- claimable, and the next claim will promote it.
-SELECT id, queue, payload, priority, required, pool,
-       CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END AS state,
-       attempts, max_attempts, run_at, created_at, worker, lease_expires_at, result, error,
-       dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, NULL::uuid AS lease_token, estimate
-  FROM tasks WHERE id = :id;
-
--- name: list_tasks
--- Newest first, filtered by state and queue when given.
+-- name: _task_rows
+-- Tasks as a read reports them. A scheduled task whose run_at has passed is
+-- reported as queued: it is claimable, and the next claim will promote it.
+-- A read carries no claim, so no lease token.
 SELECT id, queue, payload, priority, required, pool,
        CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END AS state,
        attempts, max_attempts, run_at, created_at, worker, lease_expires_at, result, error,
        dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, NULL::uuid AS lease_token, estimate
   FROM tasks
+
+-- name: get_task
+-- One task by id.
+-- compose: _task_rows
+ WHERE id = :id;
+
+-- name: list_tasks
+-- Newest first, filtered by state and queue when given.
+-- compose: _task_rows
  WHERE (CAST(:state AS text) IS NULL
         OR CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END = CAST(:state AS text))
    AND (CAST(:queue AS text) IS NULL OR queue = CAST(:queue AS text))

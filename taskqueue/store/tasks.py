@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..task import Task, TaskState
 from .pools import release_pools
-from .requests import Op, Row, first, rows
+from .requests import Op, Row, first, rowcount, rows
 
 
 def task_from_row(row: Row) -> Task:
@@ -161,3 +161,27 @@ def get(task_id: int) -> Op[Task | None]:
 def list_tasks(*, state: TaskState | None, queue: str | None, limit: int) -> Op[list[Task]]:
     found = yield from rows("list_tasks", state=state, queue=queue, limit=limit)
     return [task_from_row(r) for r in found]
+
+
+def find(
+    *,
+    states: list[str] | None,
+    queue: str | None,
+    payload_json: str | None,
+    priority: int | None,
+    required: int | None,
+    pool: str | None,
+    dedupe_key: str | None,
+    limit: int,
+) -> Op[list[Task]]:
+    """Tasks matching every filter given (None: any), oldest first; a payload matches by containment."""
+    found = yield from rows(
+        "find_tasks", states=states, queue=queue, payload=payload_json, priority=priority, required=required,
+        pool=pool, dedupe_key=dedupe_key, limit=limit,
+    )
+    return [task_from_row(r) for r in found]
+
+
+def make_scheduled_due(queues: list[str] | None) -> Op[int]:
+    """Scheduled tasks of ``queues`` (None: all) due now; how many."""
+    return (yield from rowcount("make_scheduled_due", queues=queues))

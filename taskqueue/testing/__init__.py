@@ -1,9 +1,53 @@
-"""Helpers for testing code that uses taskqueue: drain a queue in-process, assert what is enqueued.
+"""Helpers for testing code that uses taskqueue: drain queues in-process, assert what is enqueued.
 
-The fixtures (``tq``, ``taskqueue_database``, ...) come from the pytest plugin
-in :mod:`taskqueue.testing.plugin`; docs/testing.md shows both together.
-Like the package itself, this module loads SQLAlchemy and psycopg only when a
-helper is first used.
+The fixtures (``tq``, ``taskqueue_database``, ...) come from the pytest plugin,
+:mod:`taskqueue.testing.plugin`; docs/testing.md shows them together. Like the
+package itself, this module loads SQLAlchemy and psycopg only when a helper is
+first used, so the plugin's import stays light.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .assertions import aassert_enqueued, aassert_not_enqueued, assert_enqueued, assert_not_enqueued
+    from .drain import DrainLimitExceeded, DrainResult, Run, adrain, drain
+
+_LAZY = {
+    "DrainLimitExceeded": ".drain",
+    "DrainResult": ".drain",
+    "Run": ".drain",
+    "aassert_enqueued": ".assertions",
+    "aassert_not_enqueued": ".assertions",
+    "adrain": ".drain",
+    "assert_enqueued": ".assertions",
+    "assert_not_enqueued": ".assertions",
+    "drain": ".drain",
+}
+
+__all__ = [
+    "DrainLimitExceeded",
+    "DrainResult",
+    "Run",
+    "aassert_enqueued",
+    "aassert_not_enqueued",
+    "adrain",
+    "assert_enqueued",
+    "assert_not_enqueued",
+    "drain",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -84,7 +84,9 @@ def taskqueue_template(request: pytest.FixtureRequest, taskqueue_server: Server)
 
 
 @pytest.fixture
-def taskqueue_database(request: pytest.FixtureRequest, taskqueue_server: Server, taskqueue_template: str) -> Iterator[str]:
+def taskqueue_database(
+    request: pytest.FixtureRequest, taskqueue_server: Server, taskqueue_template: str
+) -> Iterator[str]:
     """The DSN of a fresh, migrated database of this test's own, dropped after it."""
     from .database import fresh_database
 

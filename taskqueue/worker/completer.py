@@ -16,15 +16,14 @@ from __future__ import annotations
 import logging
 import queue as queue_mod
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..db import transient
 from ..errors import LeaseLost
 from ..queue import TaskQueue
 from ..retry import backoff_seconds, with_retries
-from ..task import Task
 from .capacity import Capacity
+from .outcome import Report
 from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.completer")
@@ -35,20 +34,6 @@ WRITE_ATTEMPTS = 5
 WRITE_BACKOFF = 0.1
 
 T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class Report:
-    """What a handler's run came to. ``error`` None means complete with ``result``."""
-
-    task: Task
-    result: Any = None
-    error: str | BaseException | None = None
-    retry: bool = True
-    retry_in: float | None = None
-    label: str | None = None  # outcome name for the log when it is not just the new state
-    duration: float = 0.0
-    fields: dict[str, Any] = field(default_factory=dict)
 
 
 _STOP = object()

@@ -15,13 +15,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import Permanent, Retry, ValidationError
-from ..spec import encode_json
 from ..task import Task
 from .capacity import Capacity, Hold
-from .completer import Completer, Report
+from .completer import Completer
+from .outcome import Report, check_result, handler_raised, new_report, no_handler
 from .service import Service, WorkerSignals
-from .tracebacks import error_text, summary
 
 log = logging.getLogger("taskqueue.worker.executor")
 
@@ -84,36 +82,22 @@ class Executor(Service):
     # -- one task -----------------------------------------------------------
     def run_one(self, task: Task) -> Report | None:
         """Run the handler; the outcome to record, or None when it is no longer ours to record."""
-        fields = {"task_id": task.id, "queue": task.queue, "worker": self.worker, "attempt": task.attempts}
         handler = self.handlers.get(task.queue)
         started = time.monotonic()
-        log.debug("task %s started (queue %s, attempt %s)", task.id, task.queue, task.attempts, extra=fields)
-        report = Report(task, fields=fields)
+        report = new_report(task, self.worker)
+        log.debug("task %s started (queue %s, attempt %s)", task.id, task.queue, task.attempts, extra=report.fields)
         if handler is None:
-            report.error = f"no handler for queue {task.queue!r} on worker {self.worker}"
-            report.retry, report.label = False, "no_handler"
+            no_handler(report, self.worker)
         else:
             try:
                 report.result = handler(task)
-            except Retry as exc:
-                report.error, report.retry_in = exc.reason, exc.in_
-            except Permanent as exc:
-                report.error, report.retry = f"Permanent: {exc}", False
             except BaseException as exc:  # a handler's SystemExit must not end the worker either
-                # The traceback is logged here, once, and stored with the task (see tracebacks.py).
-                log.warning("task %s (queue %s) raised %s", task.id, task.queue, summary(exc), exc_info=exc,
-                            extra={**fields, "outcome": "raised"})
-                report.error = error_text(exc)
+                handler_raised(report, exc)
         report.duration = time.monotonic() - started
         self.capacity.pace.finished()
-        if not self._may_report(task, fields):
+        if not self._may_report(task, report.fields):
             return None
-        if report.error is None:
-            try:
-                encode_json(report.result, "result")
-            except ValidationError as exc:
-                report.error = f"handler returned a value that is not JSON ({type(report.result).__name__}): {exc}"
-                report.result, report.retry, report.label = None, False, "bad_result"
+        check_result(report)
         return report
 
     def _may_report(self, task: Task, fields: dict[str, Any]) -> bool:
