@@ -13,24 +13,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .assertions import aassert_enqueued, aassert_not_enqueued, assert_enqueued, assert_not_enqueued
-    from .drain import DrainLimitExceeded, DrainResult, Run, adrain, drain
+    from .draining import DrainLimitExceeded, DrainResult, DrainRun, adrain, drain
 
 _LAZY = {
-    "DrainLimitExceeded": ".drain",
-    "DrainResult": ".drain",
-    "Run": ".drain",
+    "DrainLimitExceeded": ".draining",
+    "DrainResult": ".draining",
+    "DrainRun": ".draining",
     "aassert_enqueued": ".assertions",
     "aassert_not_enqueued": ".assertions",
-    "adrain": ".drain",
+    "adrain": ".draining",
     "assert_enqueued": ".assertions",
     "assert_not_enqueued": ".assertions",
-    "drain": ".drain",
+    "drain": ".draining",
 }
 
 __all__ = [
     "DrainLimitExceeded",
     "DrainResult",
-    "Run",
+    "DrainRun",
     "aassert_enqueued",
     "aassert_not_enqueued",
     "adrain",

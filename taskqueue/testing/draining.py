@@ -58,7 +58,7 @@ class DrainLimitExceeded(AssertionError):
 
 
 @dataclass(frozen=True, slots=True)
-class Run:
+class DrainRun:
     """One handler run: the task as its outcome left it, and what the handler gave or raised."""
 
     task: Task
@@ -72,7 +72,7 @@ class Run:
 class DrainResult:
     """What a drain did, run by run in the order the tasks were claimed."""
 
-    runs: list[Run] = field(default_factory=list)
+    runs: list[DrainRun] = field(default_factory=list)
 
     def _tasks(self, outcome: Outcome) -> list[Task]:
         return [run.task for run in self.runs if run.outcome == outcome]
@@ -200,11 +200,16 @@ def _plan(
         current = yield _Query(_record(report, channel))
         outcome = _OUTCOMES.get(task.state, "lost") if current else "lost"
         error = None if report.error is None else str(task.error or report.error)
-        result.runs.append(Run(task, outcome, report.result if report.error is None else None, error,
+        result.runs.append(DrainRun(task, outcome, report.result if report.error is None else None, error,
                                report.duration))
 
 
-_PASS_THROUGH = (KeyboardInterrupt, asyncio.CancelledError)  # the test run's own interruptions
+class _LoopRunning(Exception):
+    """An ``async def`` handler met a sync drain inside a running event loop: the test must await adrain."""
+
+
+#: Not a handler's failure: the test run's own interruptions, and a drain used the wrong way.
+_PASS_THROUGH: tuple[type[BaseException], ...] = (KeyboardInterrupt, asyncio.CancelledError, _LoopRunning)
 
 
 def _call(step: _Call) -> None:
@@ -228,8 +233,7 @@ def _await_here(awaitable: Any, task: Task) -> Any:
         return asyncio.run(_awaited(awaitable))
     if inspect.iscoroutine(awaitable):
         awaitable.close()
-    raise TypeError(f"the handler of queue {task.queue!r} is async and an event loop is running: "
-                    "use `await adrain(...)` in an async test")
+    raise _LoopRunning(task.queue)
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -270,7 +274,12 @@ def drain(
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
         if isinstance(step, _Call):
-            _call(step)
+            try:
+                _call(step)
+            except _LoopRunning:
+                queue._run(ops.release(step.report.task, "released by a drain", channel=queue.channel))
+                raise TypeError(f"the handler of queue {step.report.task.queue!r} is async and an event loop "
+                                "is running: use `await adrain(...)` in an async test") from None
             answer = None
             continue
         answer = queue._run(step.op, mode=step.mode)
