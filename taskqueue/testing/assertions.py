@@ -80,6 +80,7 @@ def _present(present: list[Task], state: States) -> str:
 
 
 def _expect_enqueued(found: _Found, filters: dict[str, Any], state: States, count: int | None) -> list[Task]:
+    __tracebackhide__ = True  # pytest shows the failure at the test's own line
     matches, present = found
     if count is None and matches:
         return matches
@@ -98,6 +99,7 @@ def _expect_enqueued(found: _Found, filters: dict[str, Any], state: States, coun
 
 
 def _expect_not_enqueued(found: _Found, filters: dict[str, Any], state: States) -> None:
+    __tracebackhide__ = True  # pytest shows the failure at the test's own line
     matches, _present_tasks = found
     if matches:
         raise AssertionError(
@@ -132,6 +134,7 @@ def assert_enqueued(
     ``count``: exactly that many must match. ``state``: a state, several, or
     None for any (default: queued or scheduled).
     """
+    __tracebackhide__ = True
     filters = _filters(queue=queue, payload=payload, priority=priority, required=required, pool=pool,
                        dedupe_key=dedupe_key)
     return _expect_enqueued(_sync(tq, _lookup(filters, state), "assert_enqueued"), filters, state, count)
@@ -149,6 +152,7 @@ def assert_not_enqueued(
     state: States = WAITING,
 ) -> None:
     """AssertionError, listing them, when any task matches every filter given."""
+    __tracebackhide__ = True
     filters = _filters(queue=queue, payload=payload, priority=priority, required=required, pool=pool,
                        dedupe_key=dedupe_key)
     _expect_not_enqueued(_sync(tq, _lookup(filters, state), "assert_not_enqueued"), filters, state)
@@ -167,6 +171,7 @@ async def aassert_enqueued(
     count: int | None = None,
 ) -> list[Task]:
     """``assert_enqueued`` for an ``AsyncTaskQueue``."""
+    __tracebackhide__ = True
     filters = _filters(queue=queue, payload=payload, priority=priority, required=required, pool=pool,
                        dedupe_key=dedupe_key)
     found = tq._run(_lookup(filters, state))
@@ -185,6 +190,7 @@ async def aassert_not_enqueued(
     state: States = WAITING,
 ) -> None:
     """``assert_not_enqueued`` for an ``AsyncTaskQueue``."""
+    __tracebackhide__ = True
     filters = _filters(queue=queue, payload=payload, priority=priority, required=required, pool=pool,
                        dedupe_key=dedupe_key)
     found = tq._run(_lookup(filters, state))
