@@ -10,8 +10,7 @@ for the commands that need neither (``--help``, ``pool-of``, ``embedded``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import (
     DatabaseError,
@@ -23,6 +22,7 @@ from .errors import (
     TaskQueueError,
     ValidationError,
 )
+from .lazy import lazy_exports
 from .network import network_pool
 from .stats import PoolStats, Stats, WaitingGroup
 from .task import EnqueueSpec, Order, Pool, Reservation, Task, TaskState, WorkerInfo
@@ -61,14 +61,4 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

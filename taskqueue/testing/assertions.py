@@ -16,11 +16,14 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .. import operations as ops
 from ..store.requests import Op
 from ..task import Task, TaskState
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: The states of a task that waits to run: assert_enqueued's default.
 WAITING: tuple[TaskState, ...] = ("queued", "scheduled")
@@ -30,10 +33,6 @@ MATCH_LIMIT = 100_000
 
 States = TaskState | Iterable[TaskState] | None
 _Found = tuple[list[Task], list[Task]]
-
-
-def _filters(**given: Any) -> dict[str, Any]:
-    return {name: value for name, value in given.items() if value is not None}
 
 
 def _lookup(filters: dict[str, Any], state: States) -> Op[_Found]:
@@ -108,6 +107,31 @@ def _expect_not_enqueued(found: _Found, filters: dict[str, Any], state: States) 
         )
 
 
+class Filters(TypedDict, total=False):
+    """What the assertions look for; a task matches when it matches every key given.
+
+    ``payload`` matches by JSON containment; ``state`` is a state, several, or
+    None for any, and defaults to queued or scheduled (waiting to run).
+    """
+
+    queue: str
+    payload: Any
+    priority: int
+    required: int
+    pool: str
+    dedupe_key: str
+    state: States
+
+
+def _split(filters: Filters) -> tuple[dict[str, Any], States]:
+    unknown = set(filters) - Filters.__optional_keys__
+    if unknown:
+        raise TypeError(f"unknown filter(s) {', '.join(sorted(unknown))}; "
+                        f"known: {', '.join(sorted(Filters.__optional_keys__))}")
+    state = filters.get("state", WAITING)
+    return {name: value for name, value in filters.items() if name != "state" and value is not None}, state
+
+
 def _sync(tq: Any, op: Op[_Found], name: str) -> _Found:
     found = tq._run(op)
     if inspect.isawaitable(found):
@@ -117,81 +141,37 @@ def _sync(tq: Any, op: Op[_Found], name: str) -> _Found:
     return found  # type: ignore[no-any-return]
 
 
-def assert_enqueued(
-    tq: Any,
-    *,
-    queue: str | None = None,
-    payload: Any = None,
-    priority: int | None = None,
-    required: int | None = None,
-    pool: str | None = None,
-    dedupe_key: str | None = None,
-    state: States = WAITING,
-    count: int | None = None,
-) -> list[Task]:
+async def _async(tq: Any, op: Op[_Found]) -> _Found:
+    found = tq._run(op)
+    return (await found) if inspect.isawaitable(found) else found  # type: ignore[no-any-return]
+
+
+def assert_enqueued(tq: Any, *, count: int | None = None, **filters: Unpack[Filters]) -> list[Task]:
     """The tasks matching every filter given, oldest first; AssertionError when there is none.
 
-    ``count``: exactly that many must match. ``state``: a state, several, or
-    None for any (default: queued or scheduled).
+    ``count``: exactly that many must match. Filters: :class:`Filters`.
     """
     __tracebackhide__ = True
-    filters = _filters(queue=queue, payload=payload, priority=priority, required=required, pool=pool,
-                       dedupe_key=dedupe_key)
-    return _expect_enqueued(_sync(tq, _lookup(filters, state), "assert_enqueued"), filters, state, count)
+    wanted, state = _split(filters)
+    return _expect_enqueued(_sync(tq, _lookup(wanted, state), "assert_enqueued"), wanted, state, count)
 
 
-def assert_not_enqueued(
-    tq: Any,
-    *,
-    queue: str | None = None,
-    payload: Any = None,
-    priority: int | None = None,
-    required: int | None = None,
-    pool: str | None = None,
-    dedupe_key: str | None = None,
-    state: States = WAITING,
-) -> None:
+def assert_not_enqueued(tq: Any, **filters: Unpack[Filters]) -> None:
     """AssertionError, listing them, when any task matches every filter given."""
     __tracebackhide__ = True
-    filters = _filters(queue=queue, payload=payload, priority=priority, required=required, pool=pool,
-                       dedupe_key=dedupe_key)
-    _expect_not_enqueued(_sync(tq, _lookup(filters, state), "assert_not_enqueued"), filters, state)
+    wanted, state = _split(filters)
+    _expect_not_enqueued(_sync(tq, _lookup(wanted, state), "assert_not_enqueued"), wanted, state)
 
 
-async def aassert_enqueued(
-    tq: Any,
-    *,
-    queue: str | None = None,
-    payload: Any = None,
-    priority: int | None = None,
-    required: int | None = None,
-    pool: str | None = None,
-    dedupe_key: str | None = None,
-    state: States = WAITING,
-    count: int | None = None,
-) -> list[Task]:
+async def aassert_enqueued(tq: Any, *, count: int | None = None, **filters: Unpack[Filters]) -> list[Task]:
     """``assert_enqueued`` for an ``AsyncTaskQueue``."""
     __tracebackhide__ = True
-    filters = _filters(queue=queue, payload=payload, priority=priority, required=required, pool=pool,
-                       dedupe_key=dedupe_key)
-    found = tq._run(_lookup(filters, state))
-    return _expect_enqueued(await found if inspect.isawaitable(found) else found, filters, state, count)
+    wanted, state = _split(filters)
+    return _expect_enqueued(await _async(tq, _lookup(wanted, state)), wanted, state, count)
 
 
-async def aassert_not_enqueued(
-    tq: Any,
-    *,
-    queue: str | None = None,
-    payload: Any = None,
-    priority: int | None = None,
-    required: int | None = None,
-    pool: str | None = None,
-    dedupe_key: str | None = None,
-    state: States = WAITING,
-) -> None:
+async def aassert_not_enqueued(tq: Any, **filters: Unpack[Filters]) -> None:
     """``assert_not_enqueued`` for an ``AsyncTaskQueue``."""
     __tracebackhide__ = True
-    filters = _filters(queue=queue, payload=payload, priority=priority, required=required, pool=pool,
-                       dedupe_key=dedupe_key)
-    found = tq._run(_lookup(filters, state))
-    _expect_not_enqueued(await found if inspect.isawaitable(found) else found, filters, state)
+    wanted, state = _split(filters)
+    _expect_not_enqueued(await _async(tq, _lookup(wanted, state)), wanted, state)

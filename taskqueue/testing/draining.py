@@ -26,7 +26,7 @@ import inspect
 import time
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from .. import operations as ops
 from ..errors import LeaseLost, ValidationError
@@ -70,43 +70,28 @@ class DrainRun:
 
 @dataclass
 class DrainResult:
-    """What a drain did, run by run in the order the tasks were claimed."""
+    """What a drain did: every run in the order the tasks were claimed, and the tasks by outcome.
+
+    ``completed``: done (``task.result`` holds what the handler returned).
+    ``retried``: failed with attempts left, queued or scheduled again (``task.error`` says why).
+    ``failed``: failed for good (out of attempts, ``Permanent``, no handler, a result that is not JSON).
+    ``cancelled``: cancelled while it ran. ``lost``: the claim was gone when the outcome was written.
+    """
 
     runs: list[DrainRun] = field(default_factory=list)
+    completed: list[Task] = field(default_factory=list)
+    retried: list[Task] = field(default_factory=list)
+    failed: list[Task] = field(default_factory=list)
+    cancelled: list[Task] = field(default_factory=list)
+    lost: list[Task] = field(default_factory=list)
 
-    def _tasks(self, outcome: Outcome) -> list[Task]:
-        return [run.task for run in self.runs if run.outcome == outcome]
-
-    @property
-    def completed(self) -> list[Task]:
-        """Tasks that finished as done (``task.result`` holds what the handler returned)."""
-        return self._tasks("completed")
-
-    @property
-    def retried(self) -> list[Task]:
-        """Runs that failed with attempts left (queued or scheduled again; ``task.error`` says why)."""
-        return self._tasks("retried")
-
-    @property
-    def failed(self) -> list[Task]:
-        """Tasks that failed for good (``task.error``): out of attempts, ``Permanent``, no handler, a bad result."""
-        return self._tasks("failed")
-
-    @property
-    def cancelled(self) -> list[Task]:
-        """Tasks cancelled while they ran (their outcome was recorded as cancelled)."""
-        return self._tasks("cancelled")
-
-    @property
-    def lost(self) -> list[Task]:
-        return self._tasks("lost")
+    def add(self, run: DrainRun) -> None:
+        self.runs.append(run)
+        getattr(self, run.outcome).append(run.task)
 
     def counts(self) -> dict[str, int]:
         """Runs by outcome, every outcome included."""
-        found = {outcome: 0 for outcome in ("completed", "retried", "failed", "cancelled", "lost")}
-        for run in self.runs:
-            found[run.outcome] += 1
-        return found
+        return {outcome: len(getattr(self, outcome)) for outcome in get_args(Outcome)}
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -200,7 +185,7 @@ def _plan(
         current = yield _Query(_record(report, channel))
         outcome = _OUTCOMES.get(task.state, "lost") if current else "lost"
         error = None if report.error is None else str(task.error or report.error)
-        result.runs.append(DrainRun(task, outcome, report.result if report.error is None else None, error,
+        result.add(DrainRun(task, outcome, report.result if report.error is None else None, error,
                                report.duration))
 
 
@@ -251,6 +236,39 @@ async def _acall(step: _Call) -> None:
         handler_raised(report, exc)
 
 
+def _send(plan: Generator[_Query | _Call, Any, DrainResult], answer: Any) -> _Query | _Call | DrainResult:
+    """The plan's next step, or its result once it is done."""
+    try:
+        return plan.send(answer)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+def _perform(queue: _Queue, step: _Query | _Call) -> Any:
+    if isinstance(step, _Call):
+        try:
+            _call(step)
+        except _LoopRunning:
+            queue._run(ops.release(step.report.task, "released by a drain", channel=queue.channel))
+            raise TypeError(f"the handler of queue {step.report.task.queue!r} is async and an event loop "
+                            "is running: use `await adrain(...)` in an async test") from None
+        return None
+    answer = queue._run(step.op, mode=step.mode)
+    if inspect.isawaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()
+        raise TypeError("drain() got an async queue: use `await adrain(...)`")
+    return answer
+
+
+async def _aperform(queue: _Queue, step: _Query | _Call) -> Any:
+    if isinstance(step, _Call):
+        await _acall(step)
+        return None
+    answer = queue._run(step.op, mode=step.mode)
+    return (await answer) if inspect.isawaitable(answer) else answer  # a TaskQueue answers at once
+
+
 def drain(
     tq: Any,
     worker: Worker,
@@ -267,26 +285,10 @@ def drain(
     """
     queue: _Queue = tq
     plan = _plan(worker, queues, with_scheduled=with_scheduled, limit=limit, channel=queue.channel)
-    answer: Any = None
-    while True:
-        try:
-            step = plan.send(answer)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if isinstance(step, _Call):
-            try:
-                _call(step)
-            except _LoopRunning:
-                queue._run(ops.release(step.report.task, "released by a drain", channel=queue.channel))
-                raise TypeError(f"the handler of queue {step.report.task.queue!r} is async and an event loop "
-                                "is running: use `await adrain(...)` in an async test") from None
-            answer = None
-            continue
-        answer = queue._run(step.op, mode=step.mode)
-        if inspect.isawaitable(answer):
-            if inspect.iscoroutine(answer):
-                answer.close()
-            raise TypeError("drain() got an async queue: use `await adrain(...)`")
+    step = _send(plan, None)
+    while not isinstance(step, DrainResult):
+        step = _send(plan, _perform(queue, step))
+    return step
 
 
 async def adrain(
@@ -303,16 +305,7 @@ async def adrain(
     """
     queue: _Queue = tq
     plan = _plan(worker, queues, with_scheduled=with_scheduled, limit=limit, channel=queue.channel)
-    answer: Any = None
-    while True:
-        try:
-            step = plan.send(answer)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if isinstance(step, _Call):
-            await _acall(step)
-            answer = None
-            continue
-        answer = queue._run(step.op, mode=step.mode)
-        if inspect.isawaitable(answer):  # an AsyncTaskQueue; a TaskQueue answers at once
-            answer = await answer
+    step = _send(plan, None)
+    while not isinstance(step, DrainResult):
+        step = _send(plan, await _aperform(queue, step))
+    return step
