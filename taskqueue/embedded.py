@@ -329,10 +329,10 @@ def _let_others_traverse(path: Path) -> None:
 
 def _let_others_run(install: Path) -> None:
     """As root: the bundled binaries and libraries must be readable and runnable by the system user."""
+    _let_others_traverse(install)  # every time: a parent's mode may have changed since (a home made 0700)
     marker = install / "bin" / "postgres"
     if marker.stat().st_mode & stat.S_IXOTH:
         return
-    _let_others_traverse(install)
     for root, dirs, files in os.walk(install):
         for name in dirs:
             p = Path(root, name)
