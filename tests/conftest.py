@@ -49,3 +49,18 @@ def empty_dsn(pg_server: Server) -> Iterator[str]:
 def tq(dsn: str) -> Iterator[TaskQueue]:
     with TaskQueue(dsn) as queue:
         yield queue
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked sync_api run against TaskQueue only: their async runs are deselected (never skipped)."""
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if item.get_closest_marker("sync_api") and callspec is not None and callspec.params.get("tq") == "async":
+            dropped.append(item)
+        else:
+            keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
