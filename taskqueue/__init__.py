@@ -28,13 +28,20 @@ from .stats import PoolStats, Stats, WaitingGroup
 from .task import EnqueueSpec, Order, Pool, Reservation, Task, TaskState, WorkerInfo
 
 if TYPE_CHECKING:
+    from .aio import AsyncTaskQueue
     from .invariants import CheckReport
     from .queue import TaskQueue
     from .worker import Worker
 
-_LAZY = {"CheckReport": ".invariants", "TaskQueue": ".queue", "Worker": ".worker"}
+_LAZY = {
+    "AsyncTaskQueue": ".aio",
+    "CheckReport": ".invariants",
+    "TaskQueue": ".queue",
+    "Worker": ".worker",
+}
 
 __all__ = [
+    "AsyncTaskQueue",
     "CheckReport",
     "DatabaseError",
     "DuplicateTask",

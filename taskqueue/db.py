@@ -62,10 +62,12 @@ def _pyformat(sql: str) -> str:
 #: never the pool or transaction. The worker's hot path (claim, batched
 #: completion, batched heartbeat) is here for the same reason: per batch,
 #: SQLAlchemy's row mapping cost more than the statements' server time.
-DRIVER = {
-    name: _pyformat(STATEMENTS[name])
-    for name in ("enqueue_task", "claim_tasks", "complete_tasks", "heartbeat_tasks")
-}
+DRIVER_STATEMENTS = ("enqueue_task", "claim_tasks", "complete_tasks", "heartbeat_tasks")
+
+#: Every named statement in psycopg's parameter style: the asyncio runner
+#: (:mod:`taskqueue.aio.db`) runs them all on the driver, and this one the DRIVER few.
+PYFORMAT = {name: _pyformat(sql) for name, sql in STATEMENTS.items() if not sql.startswith("COPY")}
+DRIVER = {name: PYFORMAT[name] for name in DRIVER_STATEMENTS}
 
 
 # -- engine and liveness ------------------------------------------------------
@@ -105,16 +107,26 @@ def configure_engine(engine: sa.Engine, schema: str) -> None:
     @sa.event.listens_for(engine, "connect")
     def _set_search_path(dbapi_connection: Any, _record: Any) -> None:
         with dbapi_connection.cursor() as cur:
-            cur.execute("SELECT set_config('search_path', %s, false)", (path,))
+            cur.execute(PYFORMAT["set_search_path"], {"path": path})
         dbapi_connection.commit()
 
 
-def create_engine(dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10, **kwargs: Any) -> sa.Engine:
+def connect_args(poll_only: bool = False) -> dict[str, Any]:
+    """psycopg's connect arguments; ``poll_only`` (PgBouncer in transaction mode) turns prepared statements off."""
+    args: dict[str, Any] = {"application_name": "taskqueue", "connect_timeout": 10}
+    if poll_only:
+        args["prepare_threshold"] = None
+    return args
+
+
+def create_engine(
+    dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10, poll_only: bool = False, **kwargs: Any
+) -> sa.Engine:
     engine = sa.create_engine(
         to_sqlalchemy_url(dsn),
         pool_size=pool_size,
         max_overflow=max_overflow,
-        connect_args={"application_name": "taskqueue", "connect_timeout": 10},
+        connect_args=connect_args(poll_only),
         **kwargs,
     )
     configure_engine(engine, schema)
@@ -160,15 +172,21 @@ def _perform(conn: Connection, request: Request) -> Any:
     raise TypeError(f"not a store request: {request!r}")
 
 
+def prepare_flag(driver: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool | None:
+    """Prepare a hot statement at once, unless the connection never prepares (poll_only: PgBouncer)."""
+    return None if driver.prepare_threshold is None else True
+
+
 def _perform_on_driver(conn: Connection, sql: str, request: Query) -> Any:
     driver = conn.connection.driver_connection
     assert driver is not None
     fetch = request.fetch
+    prepare = prepare_flag(driver)
     if fetch == "rows" or fetch == "first":
         with driver.cursor(row_factory=dict_row) as cur:
-            cur.execute(sql, request.params, prepare=True)
+            cur.execute(sql, request.params, prepare=prepare)
             return cur.fetchall() if fetch == "rows" else cur.fetchone()
-    cursor = driver.execute(sql, request.params, prepare=True)
+    cursor = driver.execute(sql, request.params, prepare=prepare)
     if fetch == "scalar":
         row = cursor.fetchone()
         return None if row is None else row[0]
@@ -198,9 +216,11 @@ class Database:
     Thread-safe: each run takes a pooled connection for one transaction.
     """
 
-    def __init__(self, dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10) -> None:
+    def __init__(
+        self, dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10, poll_only: bool = False
+    ) -> None:
         self.schema = schema
-        self.engine = create_engine(dsn, schema, pool_size=pool_size, max_overflow=max_overflow)
+        self.engine = create_engine(dsn, schema, pool_size=pool_size, max_overflow=max_overflow, poll_only=poll_only)
         # Same pool; for work that is one statement, so it needs no BEGIN/COMMIT.
         self._autocommit_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
 

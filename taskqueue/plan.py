@@ -71,8 +71,8 @@ def _as_method(method: Any, plan: Callable[..., Any]) -> None:
     returns = signature.return_annotation
     if isinstance(returns, str) and returns.startswith("Plan[") and returns.endswith("]"):
         returns = returns[len("Plan[") : -1]
-    method.__signature__ = signature.replace(parameters=[params[0].replace(name="self", annotation=inspect.Parameter.empty), *params[1:]],
-                                             return_annotation=returns)
+    receiver = params[0].replace(name="self", annotation=inspect.Parameter.empty)
+    method.__signature__ = signature.replace(parameters=[receiver, *params[1:]], return_annotation=returns)
 
 
 def blocking(plan: Callable[Concatenate[QueueHandle, P], Plan[T]]) -> Callable[Concatenate[Performer, P], T]:

@@ -14,40 +14,33 @@ if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist on
 
 from . import api
 from . import migrate as _migrate
-from .counters import Counters
 from .db import Database, Mode, translated
-from .dsn import resolve_dsn, to_libpq
 from .errors import TaskQueueError
+from .handle import QueueSettings
 from .operations import DEFAULT_LEASE, default_worker_name
 from .plan import Plan, Run, advance, blocking, first_step
-from .schema import SCHEMA_DEFAULT, check_schema_name, notify_channel
+from .schema import SCHEMA_DEFAULT
 from .store.requests import Op
 from .task import ORDERS
 
 T = TypeVar("T")
 
 
-class TaskQueue:
+class TaskQueue(QueueSettings):
     """A handle on one queue schema in one PostgreSQL database.
 
     Thread-safe: each call takes a pooled connection for one transaction.
+    ``poll_only``: for PgBouncer in transaction mode (no prepared statements;
+    workers poll instead of LISTEN).
     """
 
     def __init__(
-        self,
-        dsn: str | None = None,
-        *,
-        schema: str = SCHEMA_DEFAULT,
-        pool_size: int = 5,
-        max_overflow: int = 10,
+        self, dsn: str | None = None, *, schema: str = SCHEMA_DEFAULT, pool_size: int = 5, max_overflow: int = 10,
+        poll_only: bool = False,
     ) -> None:
-        self.schema = check_schema_name(schema)
-        self.dsn = to_libpq(resolve_dsn(dsn))
-        self.channel = notify_channel(self.schema)
-        self.db = Database(self.dsn, self.schema, pool_size=pool_size, max_overflow=max_overflow)
+        super().__init__(dsn, schema, poll_only)
+        self.db = Database(self.dsn, self.schema, pool_size=pool_size, max_overflow=max_overflow, poll_only=poll_only)
         self.engine = self.db.engine
-        #: What this handle did (claims, completions, ...), for taskqueue.metrics.
-        self.counters = Counters()
 
     def _run(self, op: Op[T], connection: Connection | Session | None = None, *, mode: Mode = "transaction") -> T:
         return self.db.run(op, connection, mode=mode)
@@ -77,9 +70,6 @@ class TaskQueue:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return f"TaskQueue(schema={self.schema!r})"
 
     def migrate(self) -> None:
         """Bring the schema to the newest revision; safe to call from many processes at once."""

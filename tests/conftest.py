@@ -25,3 +25,18 @@ def dsn(taskqueue_database: str) -> str:
 def empty_dsn(taskqueue_empty_database: str) -> str:
     """A fresh database with nothing in it (for migration tests)."""
     return taskqueue_empty_database
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked sync_api run against TaskQueue only: their async runs are deselected (never skipped)."""
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if item.get_closest_marker("sync_api") and callspec is not None and callspec.params.get("tq") == "async":
+            dropped.append(item)
+        else:
+            keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

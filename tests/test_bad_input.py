@@ -20,6 +20,7 @@ import pytest
 from taskqueue import Task, TaskQueue, ValidationError
 from taskqueue.spec import MAX_NAME_LENGTH, MAX_PAYLOAD_BYTES
 from taskqueue.testing.database import Server, fresh_database
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 UTC = dt.timezone.utc
 LONG = "n" * (MAX_NAME_LENGTH + 1)

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from taskqueue import CheckReport, TaskQueue, ValidationError
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
 def sql(tq: TaskQueue, statement: str, **params: object) -> list[sa.Row]:

@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from taskqueue import TaskQueue
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
 def test_lower_priority_number_first_then_fifo(tq: TaskQueue) -> None:

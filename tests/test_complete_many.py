@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from taskqueue import TaskQueue
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
 def test_complete_many_finishes_each_claim_and_releases_pools(tq: TaskQueue) -> None:

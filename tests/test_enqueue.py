@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from taskqueue import TaskQueue, ValidationError
 from taskqueue.db import listen
 from taskqueue.dsn import to_sqlalchemy_url
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
 def count_tasks(dsn: str) -> int:
@@ -306,6 +307,7 @@ def test_enqueue_many_ids_are_fifo_across_concurrent_batches(dsn: str) -> None:
         assert all(run == list(range(500)) for run in runs)
 
 
+@pytest.mark.sync_api("kills the sync engine's pooled sessions; the async pool's twin is in test_async_api.py")
 def test_pooled_connection_killed_while_idle_is_replaced(tq: TaskQueue, dsn: str) -> None:
     """The checkout check notices a session the server ended, with no ping round trip."""
     tq.enqueue("warm")
@@ -348,6 +350,7 @@ def test_enqueue_many_all_or_nothing_on_database_error(tq: TaskQueue, dsn: str) 
 # -- transactional enqueue ---------------------------------------------------
 
 
+@pytest.mark.sync_api("passes a sync Connection/Session; test_async_api.py passes AsyncConnection/AsyncSession")
 def test_enqueue_on_connection_commits_with_caller(tq: TaskQueue, dsn: str, user_engine: sa.Engine) -> None:
     with user_engine.connect() as conn:
         conn.execute(sa.text("INSERT INTO app_orders (note) VALUES ('order 1')"))
@@ -361,6 +364,7 @@ def test_enqueue_on_connection_commits_with_caller(tq: TaskQueue, dsn: str, user
     assert tq.pool("mail") is not None
 
 
+@pytest.mark.sync_api("passes a sync Connection/Session; test_async_api.py passes AsyncConnection/AsyncSession")
 def test_enqueue_on_connection_rolls_back_with_caller(tq: TaskQueue, dsn: str, user_engine: sa.Engine) -> None:
     with user_engine.connect() as conn:
         conn.execute(sa.text("INSERT INTO app_orders (note) VALUES ('doomed')"))
@@ -373,6 +377,7 @@ def test_enqueue_on_connection_rolls_back_with_caller(tq: TaskQueue, dsn: str, u
         assert conn.execute(sa.text("SELECT count(*) FROM app_orders")).scalar_one() == 0
 
 
+@pytest.mark.sync_api("passes a sync Connection/Session; test_async_api.py passes AsyncConnection/AsyncSession")
 def test_enqueue_with_session(tq: TaskQueue, dsn: str, user_engine: sa.Engine) -> None:
     with Session(user_engine) as session:
         session.execute(sa.text("INSERT INTO app_orders (note) VALUES ('s')"))
@@ -386,6 +391,7 @@ def test_enqueue_with_session(tq: TaskQueue, dsn: str, user_engine: sa.Engine) -
     assert tq.get(kept).payload == {"kept": True}  # type: ignore[union-attr]
 
 
+@pytest.mark.sync_api("passes a sync Connection/Session; test_async_api.py passes AsyncConnection/AsyncSession")
 def test_enqueue_with_session_inside_begin_block(tq: TaskQueue, dsn: str, user_engine: sa.Engine) -> None:
     with pytest.raises(RuntimeError):
         with Session(user_engine) as session, session.begin():
@@ -397,6 +403,7 @@ def test_enqueue_with_session_inside_begin_block(tq: TaskQueue, dsn: str, user_e
     assert tq.get(tid) is not None
 
 
+@pytest.mark.sync_api("passes a sync Connection/Session; test_async_api.py passes AsyncConnection/AsyncSession")
 def test_foreign_connection_search_path_is_restored(tq: TaskQueue, user_engine: sa.Engine) -> None:
     with user_engine.connect() as conn:
         before = conn.execute(sa.text("SHOW search_path")).scalar_one()
@@ -416,6 +423,7 @@ def test_enqueue_notifies_once(tq: TaskQueue, listener: psycopg.Connection) -> N
     assert drain(listener) == 1
 
 
+@pytest.mark.sync_api("passes a sync Connection/Session; test_async_api.py passes AsyncConnection/AsyncSession")
 def test_notify_once_per_caller_transaction(
     tq: TaskQueue, listener: psycopg.Connection, user_engine: sa.Engine
 ) -> None:
@@ -439,6 +447,7 @@ def test_dedupe_hit_does_not_notify(tq: TaskQueue, listener: psycopg.Connection)
     assert drain(listener, 0.2) == 0
 
 
+@pytest.mark.sync_api("passes a sync Connection/Session; test_async_api.py passes AsyncConnection/AsyncSession")
 def test_bad_input_rolls_back_nothing_for_caller(tq: TaskQueue, dsn: str, user_engine: sa.Engine) -> None:
     with user_engine.connect() as conn:
         tq.enqueue("good", connection=conn)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from taskqueue import Pool, TaskQueue, network_pool
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from taskqueue import PoolStats, TaskQueue
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
 def parked(dsn: str) -> list[int]:

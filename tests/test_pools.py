@@ -5,6 +5,7 @@ from __future__ import annotations
 import psycopg
 
 from taskqueue import Pool, TaskQueue
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
 def running_in(dsn: str, pool: str) -> int:

@@ -6,6 +6,7 @@ import pytest
 
 from taskqueue import DuplicateTask, TaskQueue, ValidationError
 from tests.test_cli import assert_one_line_error, run_cli
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
 def failed_task(tq: TaskQueue, queue: str = "q", *, max_attempts: int = 2, **spec: object) -> int:

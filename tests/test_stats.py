@@ -6,6 +6,7 @@ import psycopg
 
 from taskqueue import PoolStats, TaskQueue
 from taskqueue.task import STATES
+from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 EXPECTED_STATES = {"queued", "scheduled", "running", "done", "failed", "cancelled"}
 

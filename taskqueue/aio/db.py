@@ -1,0 +1,182 @@
+"""The asyncio runner: store operations performed on psycopg's ``AsyncConnection``.
+
+The async twin of :mod:`taskqueue.db` holds only the I/O: the statements,
+validation and result mapping are the same objects the sync runner uses.
+It talks to psycopg directly, through ``psycopg_pool.AsyncConnectionPool``,
+not through SQLAlchemy's asyncio layer: each statement crosses no greenlet
+bridge and no row wrapper, and the pool checks liveness without a round
+trip. A caller's SQLAlchemy ``AsyncConnection`` or ``AsyncSession`` is still
+accepted: its psycopg connection is used inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg.errors
+import sqlalchemy as sa
+from psycopg import AsyncConnection, IsolationLevel
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from ..db import (
+    DRIVER_STATEMENTS,
+    PYFORMAT,
+    Mode,
+    _has_pending_input,
+    connect_args,
+    database_error,
+    driver_error,
+    prepare_flag,
+)
+from ..errors import ValidationError
+from ..sql import STATEMENTS
+from ..store.requests import Copy, Op, Query, Request
+
+T = TypeVar("T")
+
+AsyncConn = AsyncConnection[Any]
+
+
+async def _perform(conn: AsyncConn, request: Request) -> Any:
+    if isinstance(request, Copy):
+        async with conn.cursor() as cur, cur.copy(STATEMENTS[request.name]) as copy:
+            for row in request.rows:
+                await copy.write_row(row)
+        return None
+    if not isinstance(request, Query):
+        raise TypeError(f"not a store request: {request!r}")
+    # The hot statements are prepared at once, the others after psycopg's threshold (never behind PgBouncer).
+    prepared = prepare_flag(conn) if request.name in DRIVER_STATEMENTS else None
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(PYFORMAT[request.name], request.params, prepare=prepared)
+        fetch = request.fetch
+        if fetch == "rows":
+            return await cur.fetchall()
+        if fetch == "first":
+            return await cur.fetchone()
+        if fetch == "scalar":
+            first = await cur.fetchone()
+            return None if first is None else next(iter(first.values()))
+        if fetch == "rowcount":
+            return cur.rowcount
+        return None
+
+
+async def drive(conn: AsyncConn, op: Op[T], request: Request) -> T:
+    """Perform the requests of ``op`` on ``conn``, ``request`` (already taken) first, until it returns."""
+    while True:
+        result = await _perform(conn, request)
+        try:
+            request = op.send(result)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+class AsyncDatabase:
+    """A pool of psycopg async connections to one queue schema, and the runner of operations on it.
+
+    The pool is opened on first use, on the running event loop (or by ``open``).
+    Its connections are in autocommit: a one-statement operation costs one
+    round trip, and a transaction is an explicit BEGIN ... COMMIT.
+    """
+
+    def __init__(self, dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10,
+                 poll_only: bool = False) -> None:
+        self.schema = schema
+        kwargs: dict[str, Any] = {"autocommit": True, **connect_args(poll_only)}
+        self.pool = AsyncConnectionPool(
+            dsn, min_size=1, max_size=pool_size + max_overflow, kwargs=kwargs,
+            configure=self._configure, check=self._check, open=False, name=f"taskqueue:{schema}",
+        )
+        self._opened = False
+
+    async def _configure(self, conn: AsyncConn) -> None:
+        await conn.execute(PYFORMAT["set_search_path"], {"path": f'"{self.schema}"'})
+
+    @staticmethod
+    async def _check(conn: AsyncConn) -> None:
+        """A pre-ping without the round trip; see :func:`taskqueue.db.configure_engine`."""
+        if conn.closed or conn.broken or _has_pending_input(conn.fileno()):
+            await conn.close()  # closed, the pool replaces it rather than offering it again
+            raise psycopg.OperationalError("the pooled connection is closed or its session ended")
+
+    async def open(self) -> None:
+        if not self._opened:
+            self._opened = True
+            await self.pool.open(wait=False)
+
+    async def close(self) -> None:
+        if self._opened:
+            await self.pool.close()
+
+    async def run(self, op: Op[T], connection: Any = None, *, mode: Mode = "transaction") -> T:
+        """Run an operation: its validation first, then its requests on a connection held as ``mode`` says."""
+        try:
+            request = next(op)
+        except StopIteration as stop:  # answered without the database (or refused its input)
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            async with self.connection(connection, mode) as conn:
+                return await drive(conn, op, request)
+        except (sa.exc.SQLAlchemyError, psycopg.Error) as exc:
+            raise database_error(exc) from driver_error(exc) or exc
+
+    @contextlib.asynccontextmanager
+    async def connection(self, connection: Any = None, mode: Mode = "transaction") -> AsyncIterator[AsyncConn]:
+        """A connection held as ``mode`` says; a caller's connection stays in the caller's transaction."""
+        if connection is not None:
+            if mode in ("snapshot", "rollback"):
+                raise ValidationError("connection", f"cannot be given for this call ({mode} runs on its own)")
+            async with self.foreign(connection) as conn:
+                yield conn
+            return
+        await self.open()
+        async with self.pool.connection() as conn:
+            if mode == "autocommit":
+                yield conn
+            elif mode == "snapshot":
+                await conn.set_isolation_level(IsolationLevel.REPEATABLE_READ)
+                try:
+                    async with conn.transaction():
+                        yield conn
+                finally:
+                    await conn.set_isolation_level(None)
+            else:
+                async with conn.transaction(force_rollback=mode == "rollback"):
+                    yield conn
+
+    @contextlib.asynccontextmanager
+    async def foreign(self, connection: Any) -> AsyncIterator[AsyncConn]:
+        """The psycopg connection under a caller's AsyncConnection/AsyncSession, pointed at our schema meanwhile."""
+        conn = await _driver_connection(connection)
+        previous = await _perform(conn, Query("show_search_path", {}, "scalar"))
+        await _perform(conn, Query("set_local_search_path", {"path": f'"{self.schema}"'}, "none"))
+        try:
+            yield conn
+        finally:
+            await _perform(conn, Query("set_local_search_path", {"path": previous}, "none"))
+
+
+async def _driver_connection(connection: Any) -> AsyncConn:
+    """The psycopg AsyncConnection behind a SQLAlchemy AsyncConnection or AsyncSession."""
+    try:
+        from sqlalchemy.ext.asyncio import AsyncConnection as SAConnection
+        from sqlalchemy.ext.asyncio import AsyncSession
+    except ImportError:  # pragma: no cover - SQLAlchemy's asyncio extension needs greenlet
+        SAConnection = AsyncSession = ()  # type: ignore[assignment,misc]
+    if isinstance(connection, AsyncSession):
+        connection = await connection.connection()
+    if not isinstance(connection, SAConnection):
+        raise ValidationError(
+            "connection", f"must be a SQLAlchemy AsyncConnection or AsyncSession, got {type(connection).__name__}"
+        )
+    raw = (await connection.get_raw_connection()).driver_connection
+    if not isinstance(raw, AsyncConnection):
+        raise ValidationError(
+            "connection", f"must use the psycopg driver (postgresql+psycopg://), not {type(raw).__name__}"
+        )
+    return raw
