@@ -170,6 +170,78 @@ def test_a_users_own_tq_fixture_wins(user: pytest.Pytester, monkeypatch: pytest.
     assert "taskqueue:" not in result.stdout.str()
 
 
+ASYNC_TESTS = """
+import pytest
+from taskqueue import Worker
+from taskqueue.testing import aassert_enqueued, aassert_not_enqueued, adrain
+
+{mark}
+
+@pytest.fixture
+def worker(async_tq):
+    worker = Worker()
+
+    @worker.handler("welcome")
+    async def welcome(task):
+        await async_tq.enqueue({{"to": task.payload["email"]}}, queue="mail")
+
+    @worker.handler("mail")
+    async def mail(task):
+        if task.payload["to"].endswith("@invalid.example"):
+            raise ValueError("no such domain")
+        return {{"sent": task.payload["to"]}}
+
+    return worker
+
+@pytest.mark.parametrize("email", ["ada@example.com", "bob@invalid.example"])
+async def test_signup(async_tq, worker, email):
+    assert await async_tq.tasks() == []  # a queue of its own
+    await async_tq.enqueue({{"email": email}}, queue="welcome")
+    await aassert_enqueued(async_tq, queue="welcome", payload={{"email": email}}, count=1)
+    result = await adrain(async_tq, worker)
+    if email.endswith("@invalid.example"):
+        assert [t.error.splitlines()[0] for t in result.retried] == ["ValueError: no such domain"]
+        await aassert_enqueued(async_tq, queue="mail", state="scheduled")
+    else:
+        assert [t.result for t in result.completed] == [None, {{"sent": email}}]
+        await aassert_not_enqueued(async_tq)
+    with pytest.raises(AssertionError, match="no task enqueued with queue='sms'"):
+        await aassert_enqueued(async_tq, queue="sms")
+"""
+
+
+def test_async_tq_adrain_and_async_assertions_under_anyio(user: pytest.Pytester) -> None:
+    pytest.importorskip("anyio")
+    # As FastAPI's docs write it: the mark, and the asyncio backend.
+    mark = 'pytestmark = pytest.mark.anyio\n\n@pytest.fixture\ndef anyio_backend():\n    return "asyncio"'
+    user.makepyfile(ASYNC_TESTS.format(mark=mark))
+    run(user).assert_outcomes(passed=2)
+
+
+def test_async_tq_skips_under_trio_with_the_reason(user: pytest.Pytester) -> None:
+    pytest.importorskip("trio")
+    user.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.anyio
+        @pytest.mark.parametrize("anyio_backend", ["trio"])
+        async def test_on_trio(async_tq, anyio_backend):
+            pass
+        """
+    )
+    result = run(user, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*async_tq needs asyncio*"])
+
+
+def test_async_tq_under_pytest_asyncio_in_auto_mode(user: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_asyncio")
+    user.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    user.makepyfile(ASYNC_TESTS.format(mark=""))
+    run(user, "-p", "no:anyio").assert_outcomes(passed=2)
+
+
 REPORT_CONFTEST = """
 import json, sys
 from pathlib import Path

@@ -11,13 +11,14 @@ See docs/testing.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
+    from ..aio import AsyncTaskQueue
     from ..queue import TaskQueue
     from .database import Server
 
@@ -111,4 +112,26 @@ def tq(request: pytest.FixtureRequest, taskqueue_database: str) -> Iterator[Task
     from ..queue import TaskQueue
 
     with TaskQueue(taskqueue_database, schema=request.config.getini(SCHEMA_INI)) as queue:
+        yield queue
+
+
+@pytest.fixture
+async def async_tq(request: pytest.FixtureRequest, taskqueue_database: str) -> AsyncIterator[AsyncTaskQueue]:
+    """A migrated, empty ``AsyncTaskQueue`` of this test's own, open on the test's event loop.
+
+    An ``async def`` fixture: anyio's plugin runs it for a test marked
+    ``@pytest.mark.anyio``, pytest-asyncio for any async test in auto mode.
+    It needs asyncio: under another anyio backend (trio) the test is skipped.
+    """
+    import asyncio
+
+    from ..aio import AsyncTaskQueue
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pytest.skip("async_tq needs asyncio (AsyncTaskQueue runs on psycopg's asyncio pool); "
+                    "set the anyio_backend fixture to 'asyncio'")
+
+    async with AsyncTaskQueue(taskqueue_database, schema=request.config.getini(SCHEMA_INI)) as queue:
         yield queue
