@@ -329,10 +329,12 @@ def _let_others_traverse(path: Path) -> None:
 
 def _let_others_run(install: Path) -> None:
     """As root: the bundled binaries and libraries must be readable and runnable by the system user."""
+    # The path first, every time: a wheel's files may be runnable by all while
+    # a parent (a 0700 home directory holding the virtualenv) still shuts them out.
+    _let_others_traverse(install)
     marker = install / "bin" / "postgres"
     if marker.stat().st_mode & stat.S_IXOTH:
         return
-    _let_others_traverse(install)
     for root, dirs, files in os.walk(install):
         for name in dirs:
             p = Path(root, name)
