@@ -66,6 +66,7 @@ DRIVER = {
     name: _pyformat(STATEMENTS[name])
     for name in ("enqueue_task", "claim_tasks", "complete_tasks", "heartbeat_tasks")
 }
+_SET_LOCAL_SEARCH_PATH = _pyformat(STATEMENTS["set_local_search_path"])
 
 
 # -- engine and liveness ------------------------------------------------------
@@ -79,8 +80,12 @@ def _has_pending_input(fd: int) -> bool:
     return bool(readable)
 
 
-def configure_engine(engine: sa.Engine, schema: str) -> None:
+def configure_engine(engine: sa.Engine, schema: str, *, poll_only: bool = False) -> None:
     """Every pooled connection starts with search_path = the queue schema, and is checked on checkout.
+
+    ``poll_only`` (PgBouncer in transaction mode): a session setting would land
+    on whichever server connection served it, so the search_path is set at the
+    start of every transaction instead, and lasts only for it.
 
     The checkout check is a pre-ping without the round trip. An idle pooled
     connection has nothing to read: it does not LISTEN, and runs nothing. A
@@ -102,6 +107,16 @@ def configure_engine(engine: sa.Engine, schema: str) -> None:
         if pending:
             raise sa.exc.DisconnectionError("the server sent data to an idle connection (session ended?)")
 
+    if poll_only:
+
+        @sa.event.listens_for(engine, "begin")
+        def _set_local_search_path(conn: Connection) -> None:
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            driver.execute(_SET_LOCAL_SEARCH_PATH, {"path": path})
+
+        return
+
     @sa.event.listens_for(engine, "connect")
     def _set_search_path(dbapi_connection: Any, _record: Any) -> None:
         with dbapi_connection.cursor() as cur:
@@ -109,15 +124,25 @@ def configure_engine(engine: sa.Engine, schema: str) -> None:
         dbapi_connection.commit()
 
 
-def create_engine(dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10, **kwargs: Any) -> sa.Engine:
+def connect_args(poll_only: bool = False) -> dict[str, Any]:
+    """psycopg connect arguments; ``poll_only`` turns server-side prepared statements off (PgBouncer)."""
+    args: dict[str, Any] = {"application_name": "taskqueue", "connect_timeout": 10}
+    if poll_only:
+        args["prepare_threshold"] = None
+    return args
+
+
+def create_engine(
+    dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10, poll_only: bool = False, **kwargs: Any
+) -> sa.Engine:
     engine = sa.create_engine(
         to_sqlalchemy_url(dsn),
         pool_size=pool_size,
         max_overflow=max_overflow,
-        connect_args={"application_name": "taskqueue", "connect_timeout": 10},
+        connect_args=connect_args(poll_only),
         **kwargs,
     )
-    configure_engine(engine, schema)
+    configure_engine(engine, schema, poll_only=poll_only)
     return engine
 
 
@@ -163,12 +188,14 @@ def _perform(conn: Connection, request: Request) -> Any:
 def _perform_on_driver(conn: Connection, sql: str, request: Query) -> Any:
     driver = conn.connection.driver_connection
     assert driver is not None
+    # Prepared unless the connection has them off (poll_only: PgBouncer in transaction mode).
+    prepare = True if driver.prepare_threshold is not None else None
     fetch = request.fetch
     if fetch == "rows" or fetch == "first":
         with driver.cursor(row_factory=dict_row) as cur:
-            cur.execute(sql, request.params, prepare=True)
+            cur.execute(sql, request.params, prepare=prepare)
             return cur.fetchall() if fetch == "rows" else cur.fetchone()
-    cursor = driver.execute(sql, request.params, prepare=True)
+    cursor = driver.execute(sql, request.params, prepare=prepare)
     if fetch == "scalar":
         row = cursor.fetchone()
         return None if row is None else row[0]
@@ -198,9 +225,13 @@ class Database:
     Thread-safe: each run takes a pooled connection for one transaction.
     """
 
-    def __init__(self, dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10) -> None:
+    def __init__(
+        self, dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10, poll_only: bool = False
+    ) -> None:
         self.schema = schema
-        self.engine = create_engine(dsn, schema, pool_size=pool_size, max_overflow=max_overflow)
+        #: PgBouncer in transaction mode: no prepared statements, no session state, no autocommit shortcut.
+        self.poll_only = poll_only
+        self.engine = create_engine(dsn, schema, pool_size=pool_size, max_overflow=max_overflow, poll_only=poll_only)
         # Same pool; for work that is one statement, so it needs no BEGIN/COMMIT.
         self._autocommit_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
 
@@ -216,6 +247,7 @@ class Database:
             request = next(op)
         except StopIteration as stop:  # answered without the database (or refused its input)
             return stop.value  # type: ignore[no-any-return]
+        mode = self._mode(mode)
         try:
             if connection is None and mode == "autocommit":  # the single enqueue: no context layer more than needed
                 with self._autocommit_engine.connect() as conn:
@@ -228,6 +260,7 @@ class Database:
     @contextlib.contextmanager
     def connection(self, connection: Connectable, mode: Mode = "transaction") -> Iterator[Connection]:
         """A connection held as ``mode`` says; a caller's connection stays in the caller's transaction."""
+        mode = self._mode(mode)
         if connection is not None:
             if mode in ("snapshot", "rollback"):
                 raise ValidationError("connection", f"cannot be given for this call ({mode} runs on its own)")
@@ -249,6 +282,10 @@ class Database:
                     yield conn
                 finally:
                     conn.rollback()
+
+    def _mode(self, mode: Mode) -> Mode:
+        # Behind PgBouncer the search_path is set per transaction, so there must be one.
+        return "transaction" if self.poll_only and mode == "autocommit" else mode
 
     @contextlib.contextmanager
     def foreign(self, connection: Connection | Session) -> Iterator[Connection]:

@@ -35,6 +35,8 @@ class TaskQueue:
     """A handle on one queue schema in one PostgreSQL database.
 
     Thread-safe: each call takes a pooled connection for one transaction.
+    ``poll_only``: the DSN goes through PgBouncer in transaction mode (see
+    docs/operations.md): no prepared statements, no session state, no LISTEN.
     """
 
     def __init__(
@@ -44,11 +46,15 @@ class TaskQueue:
         schema: str = SCHEMA_DEFAULT,
         pool_size: int = 5,
         max_overflow: int = 10,
+        poll_only: bool = False,
     ) -> None:
         self.schema = check_schema_name(schema)
         self.dsn = to_libpq(resolve_dsn(dsn))
         self.channel = notify_channel(self.schema)
-        self.db = Database(self.dsn, self.schema, pool_size=pool_size, max_overflow=max_overflow)
+        #: Behind PgBouncer in transaction mode: no prepared statements, and workers poll instead of LISTEN.
+        self.poll_only = bool(poll_only)
+        self.db = Database(self.dsn, self.schema, pool_size=pool_size, max_overflow=max_overflow,
+                           poll_only=self.poll_only)
         self.engine = self.db.engine
         #: What this handle did (claims, completions, ...), for taskqueue.metrics.
         self.counters = Counters()
