@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -83,8 +84,8 @@ def pgbouncer(dsn: str, *, pool_size: int = 2) -> Iterator[str]:
         for path in root.iterdir():
             os.chmod(path, 0o666)
         argv = [binary, "-q"]
-        if os.getuid() == 0:
-            argv += ["-u", "nobody"]  # pgbouncer refuses to run as root
+        if os.getuid() == 0:  # pgbouncer refuses to run as root
+            argv += ["-u", _run_as(target["host"])]
         process = subprocess.Popen([*argv, str(root / "pgbouncer.ini")], stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT)
         url = make_conninfo("", host="127.0.0.1", port=port, dbname=dbname, user=user)
@@ -106,6 +107,15 @@ def pgbouncer(dsn: str, *, pool_size: int = 2) -> Iterator[str]:
                 process.stdout.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _run_as(host: str) -> str:
+    """Who pgbouncer runs as: the owner of a socket directory (the embedded server's is 0700), else nobody."""
+    if host.startswith("/"):
+        owner = os.stat(host).st_uid
+        if owner != 0:
+            return pwd.getpwuid(owner).pw_name
+    return "nobody"
 
 
 def _answers(url: str) -> bool:
