@@ -23,7 +23,7 @@ from typing import Any
 
 from ..task import Task
 from .capacity import ASYNC
-from .executor import Outcomes
+from .executor import Executor, Outcomes
 from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.executor")
@@ -103,6 +103,23 @@ class AsyncHandlers:
             self._running.pop(key, None)
             self._cancelled.discard(key)
             outcomes.deliver(task, report)
+
+
+def async_runner(
+    executor: Executor, async_queues: list[str], loop: asyncio.AbstractEventLoop | None
+) -> tuple[AsyncHandlers | None, Callable[[Task], None]]:
+    """The runner of async handlers (None without any), and the claimer's ``submit``, routing by queue."""
+    if not async_queues:
+        return None, executor.submit
+    handlers = AsyncHandlers(executor.outcomes)
+    if loop is not None:
+        handlers.attach(loop)
+    aio = frozenset(async_queues)
+
+    def submit(task: Task) -> None:
+        (handlers.submit if task.queue in aio else executor.submit)(task)
+
+    return handlers, submit
 
 
 class AsyncLoop(Service):

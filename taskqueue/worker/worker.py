@@ -20,11 +20,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
-from ..errors import LeaseLost, ServiceFailed, TaskQueueError, ValidationError
+from ..errors import ServiceFailed, TaskQueueError, ValidationError
 from ..maintenance import Maintainer
 from ..operations import default_worker_name
 from ..queue import TaskQueue
@@ -32,8 +31,7 @@ from ..registry import Registry
 from ..scheduling import DEFAULT_POLICY, POLICIES
 from ..scheduling.planner import Planner
 from ..spec import check_int, check_lease, check_name, check_number
-from ..task import Task
-from .aio import AsyncHandlers, AsyncLoop, is_async_handler, run_in_loop
+from .aio import AsyncHandlers, AsyncLoop, async_runner, is_async_handler, run_in_loop
 from .capacity import Capacity
 from .claimer import Claimer
 from .completer import Completer
@@ -41,6 +39,7 @@ from .executor import Executor, Handler
 from .heartbeat import Heartbeat
 from .listener import Listener
 from .service import Service, WorkerSignals
+from .shutdown import drain
 from .stop_signals import SignalWatcher
 from .supervisor import Supervisor
 
@@ -51,7 +50,6 @@ H = TypeVar("H", bound=Handler)
 DEFAULT_CONCURRENCY = 10
 DEFAULT_ASYNC_CONCURRENCY = 100
 MAX_DEFAULT_CONCURRENCY = 100
-SETTLE_SECONDS = 2.0
 
 
 class Worker:
@@ -277,7 +275,8 @@ class Worker:
         self.capacity_state = capacity
         completer = Completer(tq, capacity, worker=name, signals=self.signals)
         executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads, signals=self.signals)
-        async_handlers, submit = self._async_handlers(executor, async_queues, loop)
+        async_handlers, submit = async_runner(executor, async_queues, loop)
+        self.async_handlers = async_handlers
         registry = Registry(
             tq, name=name, queues=queues, capacity=self.capacity, policy=self.policy, ttl=self.lease
         )
@@ -370,7 +369,8 @@ class Worker:
             self._running.clear()
             log.info("worker %s stopping: no new claims", name, extra=fields)
             claimer.stop()
-            self._drain(tq, capacity, fields)
+            drain(tq, capacity, grace=self.grace, wake=self._wake, abort=self._abort, fields=fields,
+                  cancel=None if self.async_handlers is None else self.async_handlers.cancel)
         finally:
             self._running.clear()
             for service in reversed(services):
@@ -387,24 +387,6 @@ class Worker:
         if failure is not None:
             raise failure
 
-    def _async_handlers(
-        self, executor: Executor, async_queues: list[str], loop: asyncio.AbstractEventLoop | None
-    ) -> tuple[AsyncHandlers | None, Callable[[Task], None]]:
-        """The runner of async handlers (None without any), and the claimer's submit that routes by queue."""
-        self.async_handlers = None
-        if not async_queues:
-            return None, executor.submit
-        handlers = AsyncHandlers(executor.outcomes)
-        if loop is not None:
-            handlers.attach(loop)
-        self.async_handlers = handlers
-        aio = frozenset(async_queues)
-
-        def submit(task: Task) -> None:
-            (handlers.submit if task.queue in aio else executor.submit)(task)
-
-        return handlers, submit
-
     def _supervise(self, supervisor: Supervisor) -> None:
         """Until a stop request: restart crashed services when due (raises ServiceFailed on giving up)."""
         timeout: float | None = None
@@ -412,44 +394,3 @@ class Worker:
             self._attention.wait(1.0 if timeout is None else timeout)
             self._attention.clear()
             timeout = supervisor.tend()
-
-    def _drain(self, tq: TaskQueue, capacity: Capacity, fields: dict[str, Any]) -> None:
-        """Let running handlers finish for up to ``grace``, then give the rest back."""
-        deadline = time.monotonic() + self.grace
-        self._wait_settled(deadline)
-        released = capacity.take_for_release()
-        if self.async_handlers is not None:
-            for task in released:  # a coroutine, unlike a thread, can be stopped
-                self.async_handlers.cancel(task)
-        for task in released:
-            try:
-                tq.release(task, reason=f"given back by worker {fields['worker']} at shutdown")
-            except LeaseLost:
-                log.warning("task %s: lease already lost at shutdown", task.id,
-                            extra={**fields, "task_id": task.id, "queue": task.queue, "outcome": "lease_lost"})
-            except Exception as exc:
-                log.warning("task %s: could not give it back (%s); its lease will expire", task.id, exc,
-                            extra={**fields, "task_id": task.id, "queue": task.queue, "outcome": "error"})
-            else:
-                log.warning(
-                    "task %s (queue %s) still running after the grace period; given back to the queue",
-                    task.id,
-                    task.queue,
-                    extra={**fields, "task_id": task.id, "queue": task.queue, "outcome": "released"},
-                )
-
-        # Outcomes already being recorded get a moment to commit.
-        self._abort.clear()
-        self._wait_settled(time.monotonic() + SETTLE_SECONDS)
-
-    def _wait_settled(self, deadline: float) -> None:
-        capacity = self.capacity_state
-        assert capacity is not None
-        while not self._abort.is_set():
-            self._wake.clear()
-            if not capacity.unsettled():
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            self._wake.wait(min(left, 0.5))
