@@ -12,8 +12,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from .db import Database, lock_transient
-from .retry import with_retries
+from .db import lock_transient
+from .plan import Plan, Run, retrying
 from .store.invariants import RepairRows, Snapshot, read_checks
 from .store.invariants import repair as repair_op
 
@@ -160,7 +160,7 @@ def repair_delay(attempt: int) -> float:
     return min(0.5, 0.02 * attempt)
 
 
-def check(db: Database, *, repair: bool = False) -> CheckReport:
+def check_plan(*, repair: bool = False) -> Plan[CheckReport]:
     """The report of one REPEATABLE READ snapshot; with ``repair``, of a second one taken after the repairs.
 
     The repair runs in one READ COMMITTED transaction, safe while workers run.
@@ -171,11 +171,11 @@ def check(db: Database, *, repair: bool = False) -> CheckReport:
     shorter than the deadlock detector's delay: the repair gives up, never the
     workload, and runs again.
     """
-    first = report_of(db.run(read_checks(list(CHECKS)), mode="snapshot"))
+    first = report_of((yield Run(read_checks(list(CHECKS)), mode="snapshot")))
     if not repair:
         return first
-    changed = with_retries(
-        lambda: db.run(repair_op()), retryable=lock_transient, attempts=REPAIR_ATTEMPTS, delay=repair_delay
+    changed = yield from retrying(
+        lambda: Run(repair_op()), retryable=lock_transient, attempts=REPAIR_ATTEMPTS, delay=repair_delay
     )
-    after = report_of(db.run(read_checks(list(CHECKS)), mode="snapshot"))
+    after = report_of((yield Run(read_checks(list(CHECKS)), mode="snapshot")))
     return after_repair(first, repairs_of(changed), after)
