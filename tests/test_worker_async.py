@@ -242,7 +242,7 @@ def test_run_async_on_the_callers_loop_and_cancelled_gracefully(tq: TaskQueue) -
         task_id = tq.enqueue({}, queue="web")
         assert await asyncio.to_thread(in_handler.wait, WAIT)
         run.cancel()  # a graceful stop: the running handler may finish within the grace period
-        assert await asyncio.to_thread(wait_for, lambda: w._stopping.is_set())
+        assert await asyncio.to_thread(wait_for, lambda: not w.running)  # winding down, handler still running
         finish.set()
         with pytest.raises(asyncio.CancelledError):
             await run
