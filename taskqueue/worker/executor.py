@@ -1,5 +1,9 @@
 """Runs handlers on daemon threads and turns what they do into an outcome report.
 
+:class:`Outcomes` holds the rules from a handler's run to its report (retry,
+permanent, raised, not JSON, lease lost meanwhile), for the threads here and
+the coroutines of :mod:`taskqueue.worker.aio` alike.
+
 Threads are daemons on purpose: after the grace period the worker gives the
 unfinished claims back and returns, and a stuck handler must not keep the
 process alive. (``concurrent.futures`` threads are joined at exit, so they
@@ -8,6 +12,7 @@ would.)
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import queue as queue_mod
@@ -18,7 +23,7 @@ from typing import Any
 from ..errors import Permanent, Retry, ValidationError
 from ..spec import encode_json
 from ..task import Task
-from .capacity import Capacity, Hold
+from .capacity import SYNC, Capacity, Hold, Kind
 from .completer import Completer, Report
 from .service import Service, WorkerSignals
 from .tracebacks import error_text, summary
@@ -28,6 +33,80 @@ log = logging.getLogger("taskqueue.worker.executor")
 Handler = Callable[[Task], Any]
 
 _STOP = object()
+
+
+class Outcomes:
+    """From a claimed task to the report of its handler's run, whatever runs the handler."""
+
+    def __init__(
+        self, capacity: Capacity, completer: Completer, handlers: Mapping[str, Handler], *, worker: str
+    ) -> None:
+        self.capacity = capacity
+        self.completer = completer
+        self.handlers = dict(handlers)
+        self.worker = worker
+
+    def begin(self, task: Task) -> tuple[Report, Handler | None, float]:
+        """The report to fill, the handler to call (None: no handler, the report says so) and the start time."""
+        fields = {"task_id": task.id, "queue": task.queue, "worker": self.worker, "attempt": task.attempts}
+        handler = self.handlers.get(task.queue)
+        log.debug("task %s started (queue %s, attempt %s)", task.id, task.queue, task.attempts, extra=fields)
+        report = Report(task, fields=fields)
+        if handler is None:
+            report.error = f"no handler for queue {task.queue!r} on worker {self.worker}"
+            report.retry, report.label = False, "no_handler"
+        return report, handler, time.monotonic()
+
+    def raised(self, report: Report, exc: BaseException) -> None:
+        """The handler raised ``exc``: Retry, Permanent, a cancellation on request, or an error."""
+        task = report.task
+        if isinstance(exc, Retry):
+            report.error, report.retry_in = exc.reason, exc.in_
+        elif isinstance(exc, Permanent):
+            report.error, report.retry = f"Permanent: {exc}", False
+        elif isinstance(exc, asyncio.CancelledError) and task.cancel_requested:
+            report.error, report.retry = "cancelled on request", False
+        else:  # a handler's SystemExit must not end the worker either
+            # The traceback is logged here, once, and stored with the task (see tracebacks.py).
+            log.warning("task %s (queue %s) raised %s", task.id, task.queue, summary(exc), exc_info=exc,
+                        extra={**report.fields, "outcome": "raised"})
+            report.error = error_text(exc)
+
+    def end(self, report: Report, started: float, kind: Kind = SYNC) -> Report | None:
+        """The outcome to record, or None when it is no longer ours to record."""
+        task = report.task
+        report.duration = time.monotonic() - started
+        if kind == SYNC:
+            self.capacity.pace.finished()
+        if not self._may_report(task, report.fields):
+            return None
+        if report.error is None:
+            try:
+                encode_json(report.result, "result")
+            except ValidationError as exc:
+                report.error = f"handler returned a value that is not JSON ({type(report.result).__name__}): {exc}"
+                report.result, report.retry, report.label = None, False, "bad_result"
+        return report
+
+    def deliver(self, task: Task, report: Report | None) -> None:
+        """Hand the report to the completer, or end the claim here when there is nothing to record."""
+        if report is None:
+            self.capacity.remove(task)
+        else:
+            self.completer.submit(report)
+
+    def _may_report(self, task: Task, fields: dict[str, Any]) -> bool:
+        hold = self.capacity.start_finishing(task)
+        if hold is Hold.FINISHING:
+            return True
+        reason = "its lease was lost" if hold is Hold.LOST else "it was given back at shutdown"
+        log.warning(
+            "task %s: handler returned after %s; outcome discarded",
+            task.id,
+            reason,
+            extra={**fields, "outcome": "discarded"},
+        )
+        return False
 
 
 class Executor(Service):
@@ -50,9 +129,7 @@ class Executor(Service):
         signals: WorkerSignals | None = None,
     ) -> None:
         super().__init__("handler", worker=worker, size=threads, signals=signals)
-        self.capacity = capacity
-        self.completer = completer
-        self.handlers = dict(handlers)
+        self.outcomes = Outcomes(capacity, completer, handlers, worker=worker)
         # In claim order, not arrival order: a task claimed ahead of the threads
         # (see pace.py) must not hold back a more urgent one claimed after it.
         self._inbox: queue_mod.PriorityQueue[tuple[int, int, int, int, Any]] = queue_mod.PriorityQueue()
@@ -76,55 +153,14 @@ class Executor(Service):
             except Exception:  # pragma: no cover - run_one handles its own errors
                 log.exception("unexpected error around task %s", item.id)
             finally:
-                if report is None:
-                    self.capacity.remove(item)
-                else:
-                    self.completer.submit(report)
+                self.outcomes.deliver(item, report)
 
-    # -- one task -----------------------------------------------------------
     def run_one(self, task: Task) -> Report | None:
         """Run the handler; the outcome to record, or None when it is no longer ours to record."""
-        fields = {"task_id": task.id, "queue": task.queue, "worker": self.worker, "attempt": task.attempts}
-        handler = self.handlers.get(task.queue)
-        started = time.monotonic()
-        log.debug("task %s started (queue %s, attempt %s)", task.id, task.queue, task.attempts, extra=fields)
-        report = Report(task, fields=fields)
-        if handler is None:
-            report.error = f"no handler for queue {task.queue!r} on worker {self.worker}"
-            report.retry, report.label = False, "no_handler"
-        else:
+        report, handler, started = self.outcomes.begin(task)
+        if handler is not None:
             try:
                 report.result = handler(task)
-            except Retry as exc:
-                report.error, report.retry_in = exc.reason, exc.in_
-            except Permanent as exc:
-                report.error, report.retry = f"Permanent: {exc}", False
-            except BaseException as exc:  # a handler's SystemExit must not end the worker either
-                # The traceback is logged here, once, and stored with the task (see tracebacks.py).
-                log.warning("task %s (queue %s) raised %s", task.id, task.queue, summary(exc), exc_info=exc,
-                            extra={**fields, "outcome": "raised"})
-                report.error = error_text(exc)
-        report.duration = time.monotonic() - started
-        self.capacity.pace.finished()
-        if not self._may_report(task, fields):
-            return None
-        if report.error is None:
-            try:
-                encode_json(report.result, "result")
-            except ValidationError as exc:
-                report.error = f"handler returned a value that is not JSON ({type(report.result).__name__}): {exc}"
-                report.result, report.retry, report.label = None, False, "bad_result"
-        return report
-
-    def _may_report(self, task: Task, fields: dict[str, Any]) -> bool:
-        hold = self.capacity.start_finishing(task)
-        if hold is Hold.FINISHING:
-            return True
-        reason = "its lease was lost" if hold is Hold.LOST else "it was given back at shutdown"
-        log.warning(
-            "task %s: handler returned after %s; outcome discarded",
-            task.id,
-            reason,
-            extra={**fields, "outcome": "discarded"},
-        )
-        return False
+            except BaseException as exc:
+                self.outcomes.raised(report, exc)
+        return self.outcomes.end(report, started)
