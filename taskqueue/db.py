@@ -154,9 +154,26 @@ def execute_script(connection: Connection, text: str) -> None:
         cur.execute(text)
 
 
+#: A LISTEN connection: raw psycopg, autocommit, outside any pool (LISTEN belongs to the session), with TCP
+#: keepalives so a half-open connection is noticed in about 25 s rather than never.
+LISTEN_CONNECT_ARGS: dict[str, Any] = {
+    "autocommit": True,
+    "application_name": "taskqueue-listener",
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+}
+
+
+def listen_statement(channel: str) -> psycopg.sql.Composed:
+    """LISTEN on a wake-up channel (identifier-quoted), for a connection made with LISTEN_CONNECT_ARGS."""
+    return psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel))
+
+
 def listen(pg_conn: psycopg.Connection[Any], channel: str) -> None:
-    """LISTEN on a wake-up channel, on a raw autocommit psycopg connection (identifier-quoted)."""
-    pg_conn.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+    pg_conn.execute(listen_statement(channel))
 
 
 # -- performing requests ------------------------------------------------------
