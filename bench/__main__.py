@@ -12,7 +12,9 @@ import sys
 
 from . import common
 
-SCENARIOS = ("shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "report")
+SCENARIOS = (
+    "shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "async_api", "report",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

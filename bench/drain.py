@@ -43,7 +43,9 @@ CPU_ROWS_DIVISOR = 5
 ROUNDS = 2
 POLL = 0.004
 READY_TIMEOUT = 60.0
-HANDLERS = ("noop", "sleep", "cpu")
+HANDLERS = ("noop", "sleep", "cpu", "async_noop")
+#: taskqueue only; set against PGQueuer's own (async) handler of the same work.
+PEER_HANDLER = {"async_noop": "noop"}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -79,6 +81,10 @@ def cells(handlers: tuple[str, ...]) -> list[Cell]:
     for handler in handlers:
         for processes in (1, 2):
             for library, sweep in (("taskqueue", OURS_SWEEP), ("pgqueuer", PGQ_SWEEP)):
+                if handler in PEER_HANDLER:  # no thread knobs to sweep, and no second PGQueuer run
+                    if library == "taskqueue":
+                        out.append(Cell(library, handler, processes))
+                    continue
                 out.append(Cell(library, handler, processes))
                 out.extend(Cell(library, handler, processes, s) for s in sweep)
     return out
@@ -397,8 +403,9 @@ def run(opts: common.Options) -> dict[str, Any]:
             row: dict[str, Any] = {"handler": handler, "processes": processes}
             for kind, pick in (("defaults", default_of), ("best", best_of)):
                 for library in sides:
+                    peer = PEER_HANDLER.get(handler, handler) if library == "pgqueuer" else handler
                     try:
-                        got = pick(figures, library, handler, processes)
+                        got = pick(figures, library, peer, processes)
                     except (StopIteration, ValueError):  # a subset of the cells was run (BENCH_FILTER)
                         continue
                     row[f"{library}_{kind}"] = {"per_second": got["per_second"], "settings": got["settings"]}

@@ -7,7 +7,7 @@ user would pass them). PGQueuer: ``python -m bench.drain_app pgq`` runs
 PGQueuer's own benchmark does.
 
 The environment says which handler to run (``BENCH_HANDLER``: noop, sleep,
-cpu, stamp) and where to say "connected and listening"
+cpu, stamp, async_noop: a no-op ``async def`` on taskqueue's event loop) and where to say "connected and listening"
 (``BENCH_READY``: a directory; one file per process). Imports, connecting and
 LISTEN all happen before that file appears, so none of it is on the clock.
 ``stamp`` appends ``task_id started_at`` (``time.time()``) for every probe task
@@ -72,6 +72,11 @@ def _make_worker() -> Any:
 
         def handle(task: Task) -> None:
             burn(CPU_SECONDS)
+
+    elif HANDLER == "async_noop":  # an ``async def``: run on the worker's event loop, not its threads
+
+        async def handle(task: Task) -> None:  # type: ignore[misc]
+            return None
 
     elif HANDLER == "stamp":
 

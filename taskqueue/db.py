@@ -68,6 +68,7 @@ DRIVER_STATEMENTS = ("enqueue_task", "claim_tasks", "complete_tasks", "heartbeat
 #: (:mod:`taskqueue.aio.db`) runs them all on the driver, and this one the DRIVER few.
 PYFORMAT = {name: _pyformat(sql) for name, sql in STATEMENTS.items() if not sql.startswith("COPY")}
 DRIVER = {name: PYFORMAT[name] for name in DRIVER_STATEMENTS}
+_SET_LOCAL_SEARCH_PATH = PYFORMAT["set_local_search_path"]
 
 
 # -- engine and liveness ------------------------------------------------------
@@ -81,8 +82,12 @@ def _has_pending_input(fd: int) -> bool:
     return bool(readable)
 
 
-def configure_engine(engine: sa.Engine, schema: str) -> None:
+def configure_engine(engine: sa.Engine, schema: str, *, poll_only: bool = False) -> None:
     """Every pooled connection starts with search_path = the queue schema, and is checked on checkout.
+
+    ``poll_only`` (PgBouncer in transaction mode): a session setting would land
+    on whichever server connection served it, so the search_path is set at the
+    start of every transaction instead, and lasts only for it.
 
     The checkout check is a pre-ping without the round trip. An idle pooled
     connection has nothing to read: it does not LISTEN, and runs nothing. A
@@ -103,6 +108,16 @@ def configure_engine(engine: sa.Engine, schema: str) -> None:
             raise sa.exc.DisconnectionError(f"connection unusable: {exc}") from exc
         if pending:
             raise sa.exc.DisconnectionError("the server sent data to an idle connection (session ended?)")
+
+    if poll_only:
+
+        @sa.event.listens_for(engine, "begin")
+        def _set_local_search_path(conn: Connection) -> None:
+            driver = conn.connection.driver_connection
+            assert driver is not None
+            driver.execute(_SET_LOCAL_SEARCH_PATH, {"path": path})
+
+        return
 
     @sa.event.listens_for(engine, "connect")
     def _set_search_path(dbapi_connection: Any, _record: Any) -> None:
@@ -129,7 +144,7 @@ def create_engine(
         connect_args=connect_args(poll_only),
         **kwargs,
     )
-    configure_engine(engine, schema)
+    configure_engine(engine, schema, poll_only=poll_only)
     return engine
 
 
@@ -139,9 +154,26 @@ def execute_script(connection: Connection, text: str) -> None:
         cur.execute(text)
 
 
+#: A LISTEN connection: raw psycopg, autocommit, outside any pool (LISTEN belongs to the session), with TCP
+#: keepalives so a half-open connection is noticed in about 25 s rather than never.
+LISTEN_CONNECT_ARGS: dict[str, Any] = {
+    "autocommit": True,
+    "application_name": "taskqueue-listener",
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+}
+
+
+def listen_statement(channel: str) -> psycopg.sql.Composed:
+    """LISTEN on a wake-up channel (identifier-quoted), for a connection made with LISTEN_CONNECT_ARGS."""
+    return psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel))
+
+
 def listen(pg_conn: psycopg.Connection[Any], channel: str) -> None:
-    """LISTEN on a wake-up channel, on a raw autocommit psycopg connection (identifier-quoted)."""
-    pg_conn.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+    pg_conn.execute(listen_statement(channel))
 
 
 # -- performing requests ------------------------------------------------------
@@ -220,6 +252,8 @@ class Database:
         self, dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10, poll_only: bool = False
     ) -> None:
         self.schema = schema
+        #: PgBouncer in transaction mode: no prepared statements, no session state, no autocommit shortcut.
+        self.poll_only = poll_only
         self.engine = create_engine(dsn, schema, pool_size=pool_size, max_overflow=max_overflow, poll_only=poll_only)
         # Same pool; for work that is one statement, so it needs no BEGIN/COMMIT.
         self._autocommit_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -236,6 +270,7 @@ class Database:
             request = next(op)
         except StopIteration as stop:  # answered without the database (or refused its input)
             return stop.value  # type: ignore[no-any-return]
+        mode = self._mode(mode)
         try:
             if connection is None and mode == "autocommit":  # the single enqueue: no context layer more than needed
                 with self._autocommit_engine.connect() as conn:
@@ -248,6 +283,7 @@ class Database:
     @contextlib.contextmanager
     def connection(self, connection: Connectable, mode: Mode = "transaction") -> Iterator[Connection]:
         """A connection held as ``mode`` says; a caller's connection stays in the caller's transaction."""
+        mode = self._mode(mode)
         if connection is not None:
             if mode in ("snapshot", "rollback"):
                 raise ValidationError("connection", f"cannot be given for this call ({mode} runs on its own)")
@@ -269,6 +305,10 @@ class Database:
                     yield conn
                 finally:
                     conn.rollback()
+
+    def _mode(self, mode: Mode) -> Mode:
+        # Behind PgBouncer the search_path is set per transaction, so there must be one.
+        return "transaction" if self.poll_only and mode == "autocommit" else mode
 
     @contextlib.contextmanager
     def foreign(self, connection: Connection | Session) -> Iterator[Connection]:

@@ -329,7 +329,9 @@ def _let_others_traverse(path: Path) -> None:
 
 def _let_others_run(install: Path) -> None:
     """As root: the bundled binaries and libraries must be readable and runnable by the system user."""
-    _let_others_traverse(install)  # every time: a parent's mode may have changed since (a home made 0700)
+    # The path first, every time: a wheel's files may be runnable by all while
+    # a parent (a 0700 home directory holding the virtualenv) still shuts them out.
+    _let_others_traverse(install)
     marker = install / "bin" / "postgres"
     if marker.stat().st_mode & stat.S_IXOTH:
         return

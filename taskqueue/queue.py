@@ -30,8 +30,8 @@ class TaskQueue(QueueSettings):
     """A handle on one queue schema in one PostgreSQL database.
 
     Thread-safe: each call takes a pooled connection for one transaction.
-    ``poll_only``: for PgBouncer in transaction mode (no prepared statements;
-    workers poll instead of LISTEN).
+    ``poll_only``: the DSN goes through PgBouncer in transaction mode (see
+    docs/operations.md): no prepared statements, no session state, no LISTEN.
     """
 
     def __init__(

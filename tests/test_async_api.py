@@ -257,3 +257,44 @@ def test_async_and_sync_consumers_never_claim_a_task_twice(dsn: str) -> None:
     assert set(claimed) == set(ids)
     assert all(results), "every consumer, sync and async, claimed some"
     assert sql(dsn, "SELECT state, count(*) FROM taskqueue.tasks GROUP BY state") == [("done", 3000)]
+
+
+# -- wake-ups -------------------------------------------------------------------
+def test_wakeups_come_from_notify_survive_a_killed_connection_and_fall_back_to_polling(dsn: str) -> None:
+    async def body(atq: AsyncTaskQueue) -> None:
+        async with atq.wakeups() as wakeups:
+            await asyncio.wait_for(wakeups.listening.wait(), 10)
+            assert await wakeups.wait(10)  # the connection's own first wake-up
+            assert not await wakeups.wait(0.2)  # nothing happened: the poll timeout
+            await asyncio.to_thread(_enqueue_elsewhere, dsn)
+            assert await wakeups.wait(10)  # the NOTIFY of that enqueue
+            killed = sql(dsn, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                              " WHERE application_name = 'taskqueue-listener' AND datname = current_database()")
+            assert killed == [(1,)]
+            for _ in range(500):
+                if wakeups.connects == 2 and wakeups.listening.is_set():
+                    break
+                await asyncio.sleep(0.01)
+            assert wakeups.connects == 2
+            assert await wakeups.wait(10)  # woken on reconnection: notifications may have been lost meanwhile
+            await asyncio.to_thread(_enqueue_elsewhere, dsn)
+            assert await wakeups.wait(10)
+        listeners = "SELECT 1 FROM pg_stat_activity WHERE application_name = 'taskqueue-listener'"
+        assert wait_for(lambda: not sql(dsn, listeners + " AND datname = current_database()"), timeout=5)
+
+    run(dsn, body)
+
+
+def test_poll_only_wakeups_never_listen(dsn: str) -> None:
+    async def body(atq: AsyncTaskQueue) -> None:
+        async with atq.wakeups() as wakeups:
+            await asyncio.to_thread(_enqueue_elsewhere, dsn)
+            assert not await wakeups.wait(0.3)  # only the poll
+            assert wakeups.connects == 0 and not wakeups.listening.is_set()
+
+    run(dsn, body, poll_only=True)
+
+
+def _enqueue_elsewhere(dsn: str) -> None:
+    with TaskQueue(dsn) as tq:
+        tq.enqueue("new work")

@@ -87,10 +87,12 @@ class AsyncDatabase:
     def __init__(self, dsn: str, schema: str, *, pool_size: int = 5, max_overflow: int = 10,
                  poll_only: bool = False) -> None:
         self.schema = schema
+        #: PgBouncer in transaction mode: no prepared statements and no session state (search_path per transaction).
+        self.poll_only = poll_only
         kwargs: dict[str, Any] = {"autocommit": True, **connect_args(poll_only)}
         self.pool = AsyncConnectionPool(
             dsn, min_size=1, max_size=pool_size + max_overflow, kwargs=kwargs,
-            configure=self._configure, check=self._check, open=False, name=f"taskqueue:{schema}",
+            configure=None if poll_only else self._configure, check=self._check, open=False, name=f"taskqueue:{schema}",
         )
         self._opened = False
 
@@ -135,19 +137,17 @@ class AsyncDatabase:
                 yield conn
             return
         await self.open()
+        if self.poll_only and mode == "autocommit":
+            mode = "transaction"  # behind PgBouncer the search_path is set per transaction, so there must be one
         async with self.pool.connection() as conn:
             if mode == "autocommit":
                 yield conn
-            elif mode == "snapshot":
-                await conn.set_isolation_level(IsolationLevel.REPEATABLE_READ)
-                try:
-                    async with conn.transaction():
-                        yield conn
-                finally:
-                    await conn.set_isolation_level(None)
-            else:
-                async with conn.transaction(force_rollback=mode == "rollback"):
-                    yield conn
+                return
+            await conn.set_isolation_level(IsolationLevel.REPEATABLE_READ if mode == "snapshot" else None)
+            async with conn.transaction(force_rollback=mode == "rollback"):
+                if self.poll_only:
+                    await _perform(conn, Query("set_local_search_path", {"path": f'"{self.schema}"'}, "none"))
+                yield conn
 
     @contextlib.asynccontextmanager
     async def foreign(self, connection: Any) -> AsyncIterator[AsyncConn]:

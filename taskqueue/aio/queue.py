@@ -13,6 +13,7 @@ from ..plan import Plan, Run, advance, awaiting, first_step
 from ..schema import SCHEMA_DEFAULT
 from ..store.requests import Op
 from .db import AsyncDatabase
+from .wakeups import Wakeups
 
 T = TypeVar("T")
 
@@ -66,6 +67,14 @@ class AsyncTaskQueue(QueueSettings):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    def wakeups(self) -> Wakeups:
+        """An ``async with`` source of wake-ups for a consumer loop: NOTIFY of new work, or the poll timeout.
+
+        ``await wakeups.wait(timeout)`` returns when a task was enqueued, retried,
+        released or a pool got room (True), or after ``timeout`` (False).
+        """
+        return Wakeups(self.dsn, self.channel, poll_only=self.poll_only)
 
     async def migrate(self) -> None:
         """Bring the schema to the newest revision; safe to call from many processes at once.

@@ -1,8 +1,11 @@
-"""Capacity accounting: the claims a worker holds, and what is left of its two budgets.
+"""Capacity accounting: the claims a worker holds, and what is left of its budgets.
 
-The worker holds a set of running claims. Two budgets limit it: the sum of
-``required`` of the claims it still holds must stay within ``capacity``, and
-the number of busy handler threads within ``concurrency``. A claim whose lease
+The worker holds a set of running claims. Budgets limit it: the sum of
+``required`` of the claims it still holds must stay within ``capacity``, the
+number of busy handler threads within ``concurrency``, and the number of
+running async handlers (coroutines on the worker's event loop) within
+``async_concurrency``. Each claim is of one kind, ``SYNC`` or ``ASYNC``, by
+its queue's handler; ``capacity`` is shared by both. A claim whose lease
 was lost stops counting against capacity at once, but its thread stays busy
 until the handler returns, because a Python thread cannot be killed.
 
@@ -12,7 +15,8 @@ round overlaps the commit of the last batch's outcomes instead of waiting
 for it. A worker with cheap handlers also claims ahead of its threads (see
 :mod:`~taskqueue.worker.pace`). Claims whose outcome is in flight are
 bounded as well, so a slow database slows the claims down rather than piling
-up finished work.
+up finished work. Async handlers are not claimed ahead: a claim of that kind
+never exceeds what the async budget can start now.
 """
 
 from __future__ import annotations
@@ -21,10 +25,15 @@ import enum
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..scheduling.planner import RunningTask
 from ..task import Task
 from .pace import Pace
+
+Kind = Literal["sync", "async"]
+SYNC: Kind = "sync"
+ASYNC: Kind = "async"
 
 
 class Hold(enum.Enum):
@@ -41,39 +50,45 @@ class Entry:
     task: Task
     hold: Hold = Hold.RUNNING
     counted: bool = True  # counts against capacity
-    returned: bool = False  # the handler returned: its thread is free
+    returned: bool = False  # the handler returned: its thread (or async slot) is free
     started: float = field(default=0.0)
+    kind: Kind = SYNC
 
 
 class Capacity:
-    """The claims this worker holds, and what is left of its two budgets. Thread-safe."""
+    """The claims this worker holds, and what is left of its budgets. Thread-safe."""
 
-    def __init__(self, capacity: int | None, concurrency: int, on_free: Callable[[], None]) -> None:
+    def __init__(
+        self, capacity: int | None, concurrency: int, on_free: Callable[[], None], *, async_concurrency: int = 0
+    ) -> None:
         self.capacity = capacity
         self.concurrency = concurrency
+        self.async_concurrency = async_concurrency
         self._on_free = on_free
         self._lock = threading.Lock()
         # Keyed by lease token, not task id: a task rescued from a lost lease
         # can be claimed again here while the old handler is still running.
         self._entries: dict[str, Entry] = {}
         self._in_use = 0
-        self._threads_busy = 0  # entries whose handler has not returned
-        self.pace = Pace(concurrency)
+        self._busy: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries whose handler has not returned
+        self._held: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries, by kind
+        self.pace = Pace(concurrency)  # claim-ahead, for the handler threads only
         self.peak_in_use = 0
-        self.peak_threads = 0
+        self.peak_busy: dict[Kind, int] = {SYNC: 0, ASYNC: 0}
 
     # -- budgets ------------------------------------------------------------
-    def free(self) -> tuple[int | None, int]:
-        """(capacity available or None for unlimited, how many claims to ask for).
+    def free(self, kind: Kind = SYNC) -> tuple[int | None, int]:
+        """(capacity available or None for unlimited, how many claims of ``kind`` to ask for).
 
-        The second is the free threads plus the claims worth holding ahead of them.
+        The second is, for SYNC, the free threads plus the claims worth holding
+        ahead of them; for ASYNC, the free async slots.
         """
-        window = self.concurrency + self.pace.ahead()
+        window = self.concurrency + self.pace.ahead() if kind == SYNC else self.async_concurrency
         with self._lock:
-            threads = min(window - self._threads_busy, 2 * window - len(self._entries))
+            slots = min(window - self._busy[kind], 2 * window - self._held[kind])
             if self.capacity is None:
-                return None, threads
-            return max(0, self.capacity - self._in_use), threads
+                return None, slots
+            return max(0, self.capacity - self._in_use), slots
 
     @property
     def in_use(self) -> int:
@@ -85,21 +100,19 @@ class Capacity:
         with self._lock:
             return len(self._entries)
 
-    def threads_busy(self) -> int:
-        """Handler threads busy: claims whose handler has not returned."""
+    def threads_busy(self, kind: Kind = SYNC) -> int:
+        """Handler threads (or, for ASYNC, async slots) busy: claims whose handler has not returned."""
         with self._lock:
-            return self._threads_busy
+            return self._busy[kind]
+
+    @property
+    def peak_threads(self) -> int:
+        return self.peak_busy[SYNC]
 
     # -- life of a claim ----------------------------------------------------
-    def add(self, task: Task, now: float) -> Entry:
-        with self._lock:
-            entry = Entry(task, started=now)
-            self._entries[_key(task)] = entry
-            self._in_use += task.required
-            self._threads_busy += 1
-            self.peak_in_use = max(self.peak_in_use, self._in_use)
-            self.peak_threads = max(self.peak_threads, self._threads_busy)
-            return entry
+    def add(self, task: Task, now: float, kind: Kind = SYNC) -> Entry:
+        self.add_all([task], now, kind)
+        return self._entries[_key(task)]
 
     def running(self) -> list[RunningTask]:
         """The claims that count against capacity, as a scheduling plan needs them."""
@@ -110,15 +123,16 @@ class Capacity:
                 if e.counted
             ]
 
-    def add_all(self, tasks: list[Task], now: float) -> None:
+    def add_all(self, tasks: list[Task], now: float, kind: Kind = SYNC) -> None:
         """``add`` for a claimed batch, under one lock."""
         with self._lock:
             for task in tasks:
-                self._entries[_key(task)] = Entry(task, started=now)
+                self._entries[_key(task)] = Entry(task, started=now, kind=kind)
                 self._in_use += task.required
-            self._threads_busy += len(tasks)
+            self._busy[kind] += len(tasks)
+            self._held[kind] += len(tasks)
             self.peak_in_use = max(self.peak_in_use, self._in_use)
-            self.peak_threads = max(self.peak_threads, self._threads_busy)
+            self.peak_busy[kind] = max(self.peak_busy[kind], self._busy[kind])
 
     def holding(self) -> list[Task]:
         """Claims whose handler is still running: the ones to heartbeat."""
@@ -168,6 +182,7 @@ class Capacity:
         with self._lock:
             entry = self._entries.pop(_key(task), None)
             if entry is not None:
+                self._held[entry.kind] -= 1
                 self._handler_returned(entry)
                 self._uncount(entry)
         self._on_free()
@@ -175,7 +190,7 @@ class Capacity:
     def _handler_returned(self, entry: Entry) -> None:
         if not entry.returned:
             entry.returned = True
-            self._threads_busy -= 1
+            self._busy[entry.kind] -= 1
 
     def _uncount(self, entry: Entry) -> None:
         if entry.counted:

@@ -4,6 +4,11 @@ It sleeps on one event. Anything that could make a claim succeed sets it: a
 NOTIFY (enqueue, a freed pool slot, a rescue), a local outcome recorded, a
 lost lease, a stop request. Otherwise it sleeps exactly until the earliest
 scheduled run_at, or ``poll_interval`` as a fallback.
+
+With async handlers (``async_queues``), a round is two claims, one per kind
+of handler, each bounded by its own budget (free threads, free async slots)
+and by the capacity left after the other; they take turns going first, so
+neither kind can starve the other of capacity.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Callable
 from ..queue import TaskQueue
 from ..scheduling.planner import Planner
 from ..task import Task
-from .capacity import Capacity
+from .capacity import ASYNC, SYNC, Capacity, Kind
 from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.claimer")
@@ -44,12 +49,17 @@ class Claimer(Service):
         halt: threading.Event,
         signals: WorkerSignals | None = None,
         planner: Planner | None = None,
+        async_queues: list[str] | None = None,
     ) -> None:
         super().__init__("claimer", worker=worker, signals=signals)
         self.tq = tq
         self.planner = planner  # None: greedy (fill the free capacity)
         self.capacity = capacity
         self.queues = queues
+        aio = set(async_queues or ())
+        kinds: list[tuple[Kind, list[str]]] = [(SYNC, [q for q in queues if q not in aio]), (ASYNC, sorted(aio))]
+        self.kinds = [(kind, names) for kind, names in kinds if names]
+        self._rounds = 0
         self.lease = lease
         self.poll_interval = poll_interval
         self.wake = wake
@@ -58,9 +68,24 @@ class Claimer(Service):
         self.ready = ready
         self.halt = halt  # the worker's stop request: no claim after it, not even a first one
 
-    def claim(self) -> tuple[list[Task], int]:
-        """Claim what fits now; return (tasks, how many were asked for: 0 when no thread is free)."""
-        available, threads = self.capacity.free()
+    def claim(self) -> tuple[list[Task], int, bool]:
+        """Claim what fits now, per kind of handler: (tasks, how many were asked for, whether a kind got all).
+
+        Nothing is asked (0) when no thread or async slot is free.
+        """
+        kinds = self.kinds if self._rounds % 2 == 0 else self.kinds[::-1]
+        self._rounds += 1
+        tasks: list[Task] = []
+        asked, full = 0, False
+        for kind, queues in kinds:
+            got, wanted = self._claim(kind, queues)
+            tasks += got
+            asked += wanted
+            full = full or (wanted > 0 and len(got) == wanted)
+        return tasks, asked, full
+
+    def _claim(self, kind: Kind, queues: list[str]) -> tuple[list[Task], int]:
+        available, threads = self.capacity.free(kind)
         if threads <= 0:
             return [], 0
         if self.planner is not None and available is not None:
@@ -68,11 +93,11 @@ class Claimer(Service):
             available = self.planner.budget(self.capacity.running, available)
         started = time.monotonic()
         tasks = self.tq.claim_many(
-            available=available, limit=threads, queues=self.queues, worker=self.worker, lease=self.lease
+            available=available, limit=threads, queues=queues, worker=self.worker, lease=self.lease
         )
         now = time.monotonic()
         self.capacity.pace.claimed(now - started)
-        self.capacity.add_all(tasks, now)
+        self.capacity.add_all(tasks, now, kind)
         return tasks, threads
 
     def interrupt(self) -> None:
@@ -84,14 +109,14 @@ class Claimer(Service):
             # Clear before looking: a wake-up that arrives during the claim is kept.
             self.wake.clear()
             try:
-                tasks, asked = self.claim()
+                tasks, asked, full = self.claim()
                 errors = 0
                 for task in tasks:
                     self.submit(task)
                 if not self.ready.is_set() and self.listening.is_set():
                     self.ready.set()
                 self.signals.claimed.signal(tasks)
-                if asked and len(tasks) == asked:
+                if full:
                     continue  # a full batch: there may be more right away
                 timeout = self.poll_interval
                 if asked:

@@ -1,5 +1,10 @@
 """Runs handlers on daemon threads and turns what they do into an outcome report.
 
+:class:`Outcomes` takes a handler's run to its report (the rules themselves,
+retry, permanent, raised, not JSON, are :mod:`taskqueue.worker.outcome`'s;
+a lease lost meanwhile is this worker's), for the threads here and the
+coroutines of :mod:`taskqueue.worker.aio` alike.
+
 Threads are daemons on purpose: after the grace period the worker gives the
 unfinished claims back and returns, and a stuck handler must not keep the
 process alive. (``concurrent.futures`` threads are joined at exit, so they
@@ -16,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..task import Task
-from .capacity import Capacity, Hold
+from .capacity import SYNC, Capacity, Hold, Kind
 from .completer import Completer
 from .outcome import Report, check_result, handler_raised, new_report, no_handler
 from .service import Service, WorkerSignals
@@ -26,6 +31,62 @@ log = logging.getLogger("taskqueue.worker.executor")
 Handler = Callable[[Task], Any]
 
 _STOP = object()
+
+
+class Outcomes:
+    """From a claimed task to the report of its handler's run, whatever runs the handler."""
+
+    def __init__(
+        self, capacity: Capacity, completer: Completer, handlers: Mapping[str, Handler], *, worker: str
+    ) -> None:
+        self.capacity = capacity
+        self.completer = completer
+        self.handlers = dict(handlers)
+        self.worker = worker
+
+    def begin(self, task: Task) -> tuple[Report, Handler | None, float]:
+        """The report to fill, the handler to call (None: no handler, the report says so) and the start time."""
+        handler = self.handlers.get(task.queue)
+        report = new_report(task, self.worker)
+        log.debug("task %s started (queue %s, attempt %s)", task.id, task.queue, task.attempts, extra=report.fields)
+        if handler is None:
+            no_handler(report, self.worker)
+        return report, handler, time.monotonic()
+
+    def raised(self, report: Report, exc: BaseException) -> None:
+        """The handler raised ``exc``: Retry, Permanent, a cancellation on request, or an error."""
+        handler_raised(report, exc)
+
+    def end(self, report: Report, started: float, kind: Kind = SYNC) -> Report | None:
+        """The outcome to record, or None when it is no longer ours to record."""
+        task = report.task
+        report.duration = time.monotonic() - started
+        if kind == SYNC:
+            self.capacity.pace.finished()
+        if not self._may_report(task, report.fields):
+            return None
+        check_result(report)
+        return report
+
+    def deliver(self, task: Task, report: Report | None) -> None:
+        """Hand the report to the completer, or end the claim here when there is nothing to record."""
+        if report is None:
+            self.capacity.remove(task)
+        else:
+            self.completer.submit(report)
+
+    def _may_report(self, task: Task, fields: dict[str, Any]) -> bool:
+        hold = self.capacity.start_finishing(task)
+        if hold is Hold.FINISHING:
+            return True
+        reason = "its lease was lost" if hold is Hold.LOST else "it was given back at shutdown"
+        log.warning(
+            "task %s: handler returned after %s; outcome discarded",
+            task.id,
+            reason,
+            extra={**fields, "outcome": "discarded"},
+        )
+        return False
 
 
 class Executor(Service):
@@ -48,9 +109,7 @@ class Executor(Service):
         signals: WorkerSignals | None = None,
     ) -> None:
         super().__init__("handler", worker=worker, size=threads, signals=signals)
-        self.capacity = capacity
-        self.completer = completer
-        self.handlers = dict(handlers)
+        self.outcomes = Outcomes(capacity, completer, handlers, worker=worker)
         # In claim order, not arrival order: a task claimed ahead of the threads
         # (see pace.py) must not hold back a more urgent one claimed after it.
         self._inbox: queue_mod.PriorityQueue[tuple[int, int, int, int, Any]] = queue_mod.PriorityQueue()
@@ -74,41 +133,14 @@ class Executor(Service):
             except Exception:  # pragma: no cover - run_one handles its own errors
                 log.exception("unexpected error around task %s", item.id)
             finally:
-                if report is None:
-                    self.capacity.remove(item)
-                else:
-                    self.completer.submit(report)
+                self.outcomes.deliver(item, report)
 
-    # -- one task -----------------------------------------------------------
     def run_one(self, task: Task) -> Report | None:
         """Run the handler; the outcome to record, or None when it is no longer ours to record."""
-        handler = self.handlers.get(task.queue)
-        started = time.monotonic()
-        report = new_report(task, self.worker)
-        log.debug("task %s started (queue %s, attempt %s)", task.id, task.queue, task.attempts, extra=report.fields)
-        if handler is None:
-            no_handler(report, self.worker)
-        else:
+        report, handler, started = self.outcomes.begin(task)
+        if handler is not None:
             try:
                 report.result = handler(task)
-            except BaseException as exc:  # a handler's SystemExit must not end the worker either
-                handler_raised(report, exc)
-        report.duration = time.monotonic() - started
-        self.capacity.pace.finished()
-        if not self._may_report(task, report.fields):
-            return None
-        check_result(report)
-        return report
-
-    def _may_report(self, task: Task, fields: dict[str, Any]) -> bool:
-        hold = self.capacity.start_finishing(task)
-        if hold is Hold.FINISHING:
-            return True
-        reason = "its lease was lost" if hold is Hold.LOST else "it was given back at shutdown"
-        log.warning(
-            "task %s: handler returned after %s; outcome discarded",
-            task.id,
-            reason,
-            extra={**fields, "outcome": "discarded"},
-        )
-        return False
+            except BaseException as exc:
+                self.outcomes.raised(report, exc)
+        return self.outcomes.end(report, started)

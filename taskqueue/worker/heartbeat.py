@@ -5,6 +5,10 @@ database, a blip) before a lease runs out. A claim the database no longer
 recognises is lost: it stops counting against capacity, and its handler's
 outcome will be discarded, because another worker may already hold it.
 
+A claim whose task got a cancel request, or whose lease was lost, is handed
+to ``cancel``: an async handler's coroutine is cancelled then (a thread cannot
+be; a sync handler sees ``task.cancel_requested`` and may return early).
+
 The same beat refreshes the worker's registry row (its capacity in use), with
 or without running tasks, so the fleet sees it alive.
 """
@@ -12,9 +16,11 @@ or without running tasks, so the fleet sees it alive.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from ..queue import TaskQueue
 from ..registry import Registry
+from ..task import Task
 from .capacity import Capacity
 from .service import Service, WorkerSignals
 
@@ -33,11 +39,13 @@ class Heartbeat(Service):
         worker: str,
         registry: Registry | None = None,
         signals: WorkerSignals | None = None,
+        cancel: Callable[[Task], None] | None = None,
     ) -> None:
         super().__init__("heartbeat", worker=worker, signals=signals)
         self.tq = tq
         self.registry = registry
         self.capacity = capacity
+        self.cancel = cancel
         self.interval = max(0.05, lease / 3.0)
 
     def run(self) -> None:
@@ -74,4 +82,9 @@ class Heartbeat(Service):
                     task.queue,
                     extra={"task_id": task.id, "queue": task.queue, "worker": self.worker, "outcome": "lease_lost"},
                 )
+        if self.cancel is not None:  # after lose(): a cancelled handler of a lost claim is discarded
+            gone = {id(t) for t in lost}
+            for task in tasks:
+                if task.cancel_requested or id(task) in gone:
+                    self.cancel(task)
         return count

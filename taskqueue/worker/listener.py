@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from ..db import listen
+from ..db import LISTEN_CONNECT_ARGS, listen
 from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.listener")
@@ -46,16 +46,7 @@ class Listener(Service):
         delay = RECONNECT_MIN
         while not self.stopping:
             try:
-                with psycopg.connect(
-                    self.dsn,
-                    autocommit=True,
-                    application_name="taskqueue-listener",
-                    connect_timeout=10,
-                    keepalives=1,
-                    keepalives_idle=10,
-                    keepalives_interval=5,
-                    keepalives_count=3,
-                ) as conn:
+                with psycopg.connect(self.dsn, **LISTEN_CONNECT_ARGS) as conn:
                     listen(conn, self.channel)
                     self.connects += 1
                     self.connected.set()

@@ -9,6 +9,7 @@ drain in-process; neither writes them again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,13 +49,15 @@ def no_handler(report: Report, worker: str) -> None:
 
 
 def handler_raised(report: Report, exc: BaseException) -> None:
-    """Record what the handler's exception asks for."""
+    """Record what the handler's exception asks for: Retry, Permanent, a cancellation on request, or an error."""
     task = report.task
     if isinstance(exc, Retry):
         report.error, report.retry_in = exc.reason, exc.in_
     elif isinstance(exc, Permanent):
         report.error, report.retry = f"Permanent: {exc}", False
-    else:
+    elif isinstance(exc, asyncio.CancelledError) and task.cancel_requested:
+        report.error, report.retry = "cancelled on request", False
+    else:  # a handler's SystemExit must not end the worker either
         # The traceback is logged here, once, and stored with the task (see tracebacks.py).
         log.warning("task %s (queue %s) raised %s", task.id, task.queue, summary(exc), exc_info=exc,
                     extra={**report.fields, "outcome": "raised"})

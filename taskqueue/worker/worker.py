@@ -2,25 +2,28 @@
 
 It wires the parts together, each a supervised service
 (:mod:`taskqueue.worker.service`): the claimer fills free capacity in one
-round trip, the executor runs handlers on daemon threads, the completer
+round trip, the executor runs handlers on daemon threads (async handlers run
+on one event loop instead, see :mod:`taskqueue.worker.aio`), the completer
 records their outcomes in batches, the heartbeat keeps leases alive, the
 listener turns NOTIFY into wake-ups, and the maintainer (on one worker at a
 time) rescues expired leases and prunes old tasks.
 
 The calling thread supervises: it waits for a stop request or a crashed
 service, restarts the latter with backoff, and gives up (ServiceFailed) when
-one keeps crashing, so a worker is never left half-alive.
+one keeps crashing, so a worker is never left half-alive. Under
+``run_async`` a thread of the worker supervises and the async handlers run
+on the caller's event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
-from ..errors import LeaseLost, ServiceFailed, TaskQueueError, ValidationError
+from ..errors import ServiceFailed, TaskQueueError, ValidationError
 from ..maintenance import Maintainer
 from ..operations import default_worker_name
 from ..queue import TaskQueue
@@ -28,6 +31,7 @@ from ..registry import Registry
 from ..scheduling import DEFAULT_POLICY, POLICIES
 from ..scheduling.planner import Planner
 from ..spec import check_int, check_lease, check_name, check_number
+from .aio import AsyncHandlers, AsyncLoop, async_runner, is_async_handler, run_in_loop
 from .capacity import Capacity
 from .claimer import Claimer
 from .completer import Completer
@@ -35,6 +39,7 @@ from .executor import Executor, Handler
 from .heartbeat import Heartbeat
 from .listener import Listener
 from .service import Service, WorkerSignals
+from .shutdown import drain
 from .stop_signals import SignalWatcher
 from .supervisor import Supervisor
 
@@ -43,8 +48,8 @@ log = logging.getLogger("taskqueue.worker")
 H = TypeVar("H", bound=Handler)
 
 DEFAULT_CONCURRENCY = 10
+DEFAULT_ASYNC_CONCURRENCY = 100
 MAX_DEFAULT_CONCURRENCY = 100
-SETTLE_SECONDS = 2.0
 
 
 class Worker:
@@ -52,8 +57,11 @@ class Worker:
 
     ``capacity`` bounds the sum of ``required`` of the running tasks (None: no
     bound); ``concurrency`` bounds the handler threads (default: ``capacity``,
-    at most 100, or 10 when capacity is None). ``queues`` defaults to the queues
-    that have a handler.
+    at most 100, or 10 when capacity is None). Handlers that are ``async def``
+    run on one event loop instead, at most ``async_concurrency`` at a time
+    (default 100). ``queues`` defaults to the queues that have a handler.
+    ``poll_only`` (default: the queue's own setting) never LISTENs and claims
+    every ``poll_interval`` instead, for PgBouncer in transaction mode.
     """
 
     def __init__(
@@ -72,16 +80,21 @@ class Worker:
         maintenance_interval: float = 2.0,
         prune_interval: float = 300.0,
         policy: str = DEFAULT_POLICY,
+        async_concurrency: int | None = None,
+        poll_only: bool | None = None,
     ) -> None:
         self.queues: list[str] | None = None
+        self.async_concurrency: int | None = None
         self.policy = DEFAULT_POLICY
         self.capacity: int | None = None
         self.concurrency: int | None = None
         self.lease = 30.0
         self.grace = 30.0
         self.configure(
-            queues=queues, capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy
+            queues=queues, capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy,
+            async_concurrency=async_concurrency,
         )
+        self.poll_only = None if poll_only is None else bool(poll_only)
         self.poll_interval = check_number(poll_interval, "poll_interval", minimum=0.0, maximum=3600.0, strict_min=True)
         self.name = None if name is None else check_name(name, "name")
         self.retention = check_number(retention, "retention", minimum=0.0, maximum=100 * 365 * 24 * 3600.0)
@@ -111,6 +124,7 @@ class Worker:
         self.completer: Completer | None = None
         self.heartbeat: Heartbeat | None = None
         self.executor: Executor | None = None
+        self.async_handlers: AsyncHandlers | None = None
         self.supervisor: Supervisor | None = None
         self.capacity_state: Capacity | None = None
         self.on_services: list[Any] = []
@@ -126,6 +140,7 @@ class Worker:
         lease: float | None = None,
         grace: float | None = None,
         policy: str | None = None,
+        async_concurrency: int | None = None,
     ) -> Worker:
         """Override settings (the CLI flags); None leaves a setting as it is. Before ``run`` only."""
         if queues is not None:
@@ -139,6 +154,8 @@ class Worker:
             self.capacity = check_int(capacity, "capacity", minimum=0, maximum=2**62)
         if concurrency is not None:
             self.concurrency = check_int(concurrency, "concurrency", minimum=1, maximum=10_000)
+        if async_concurrency is not None:
+            self.async_concurrency = check_int(async_concurrency, "async_concurrency", minimum=1, maximum=100_000)
         if lease is not None:
             self.lease = check_lease(lease)
         if grace is not None:
@@ -156,7 +173,10 @@ class Worker:
     def handler(self, queue: str, func: H) -> H: ...
 
     def handler(self, queue: str, func: H | None = None) -> H | Callable[[H], H]:
-        """Register the handler of ``queue`` (one per queue). Use as ``@worker.handler("q")``."""
+        """Register the handler of ``queue`` (one per queue). Use as ``@worker.handler("q")``.
+
+        An ``async def`` handler (or a callable whose ``__call__`` is one) runs on the worker's event loop.
+        """
         queue = check_name(queue, "queue")
 
         def register(fn: H) -> H:
@@ -176,6 +196,10 @@ class Worker:
         if self.capacity is None:
             return DEFAULT_CONCURRENCY
         return max(1, min(self.capacity, MAX_DEFAULT_CONCURRENCY))
+
+    @property
+    def effective_async_concurrency(self) -> int:
+        return DEFAULT_ASYNC_CONCURRENCY if self.async_concurrency is None else self.async_concurrency
 
     @property
     def running(self) -> bool:
@@ -202,17 +226,36 @@ class Worker:
 
     # -- the run ------------------------------------------------------------
     def run(self, tq: TaskQueue) -> None:
-        """Run until ``stop()`` or SIGTERM/SIGINT; then finish or give back running tasks and return."""
-        if not isinstance(tq, TaskQueue):
-            raise ValidationError("tq", f"must be a TaskQueue, got {type(tq).__name__}")
-        if not self._run_lock.acquire(blocking=False):
-            raise TaskQueueError("this Worker is already running; create another Worker for a second run")
+        """Run until ``stop()`` or SIGTERM/SIGINT; then finish or give back running tasks and return.
+
+        Async handlers run on an event loop of the worker's own, on a thread.
+        """
+        self._take_run(tq)
         try:
             self._run(tq)
         finally:
             self._run_lock.release()
 
-    def _run(self, tq: TaskQueue) -> None:
+    async def run_async(self, tq: TaskQueue) -> None:
+        """Run inside the running event loop until ``stop()``, or until the awaiting task is cancelled.
+
+        Async handlers run on this loop; claims, heartbeats and outcomes stay on
+        the worker's threads. Cancelling the awaiting task winds the worker down
+        as ``stop()`` does (the grace period applies; a second cancellation skips
+        it), then re-raises CancelledError. No signal handler is installed: the
+        host application owns the signals.
+        """
+        self._take_run(tq)
+        await run_in_loop(lambda loop: self._run(tq, loop), stop=self.stop, handlers=lambda: self.async_handlers,
+                          release=self._run_lock.release)
+
+    def _take_run(self, tq: TaskQueue) -> None:
+        if not isinstance(tq, TaskQueue):
+            raise ValidationError("tq", f"must be a TaskQueue, got {type(tq).__name__}")
+        if not self._run_lock.acquire(blocking=False):
+            raise TaskQueueError("this Worker is already running; create another Worker for a second run")
+
+    def _run(self, tq: TaskQueue, loop: asyncio.AbstractEventLoop | None = None) -> None:
         queues = self.queues if self.queues is not None else sorted(self.handlers)
         if not queues:
             raise ValidationError("queues", "no queues to work on: register a handler or pass queues=")
@@ -225,10 +268,15 @@ class Worker:
         self.ready.clear()
 
         threads = self.effective_concurrency
-        capacity = Capacity(self.capacity, threads, on_free=self._wake.set)
+        async_queues = [q for q in queues if q in self.handlers and is_async_handler(self.handlers[q])]
+        async_slots = self.effective_async_concurrency if async_queues else 0
+        poll_only = tq.poll_only if self.poll_only is None else self.poll_only
+        capacity = Capacity(self.capacity, threads, on_free=self._wake.set, async_concurrency=async_slots)
         self.capacity_state = capacity
         completer = Completer(tq, capacity, worker=name, signals=self.signals)
         executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads, signals=self.signals)
+        async_handlers, submit = async_runner(executor, async_queues, loop)
+        self.async_handlers = async_handlers
         registry = Registry(
             tq, name=name, queues=queues, capacity=self.capacity, policy=self.policy, ttl=self.lease
         )
@@ -236,7 +284,13 @@ class Worker:
         if self.capacity is not None and self.policy != "greedy":
             planner = Planner(registry, policy=self.policy, capacity=self.capacity, queues=queues)
         on_notify = self._wake.set if planner is None else planner.waking(self._wake)
-        listener = Listener(tq.dsn, tq.channel, on_notify, worker=name, signals=self.signals)
+        listener = None
+        listening = threading.Event()
+        if poll_only:  # PgBouncer in transaction mode: LISTEN cannot work, claims poll
+            listening.set()
+        else:
+            listener = Listener(tq.dsn, tq.channel, on_notify, worker=name, signals=self.signals)
+            listening = listener.connected
         claimer = Claimer(
             tq,
             capacity,
@@ -246,16 +300,26 @@ class Worker:
             lease=self.lease,
             poll_interval=self.poll_interval,
             wake=self._wake,
-            submit=executor.submit,
-            listening=listener.connected,
+            submit=submit,
+            listening=listening,
             ready=self.ready,
             halt=self._stopping,
             signals=self.signals,
+            async_queues=async_queues,
         )
-        heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name, registry=registry, signals=self.signals)
-        services: list[Service] = [completer, executor, heartbeat, listener]
+        heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name, registry=registry, signals=self.signals,
+                              cancel=None if async_handlers is None else async_handlers.cancel)
+        services: list[Service] = [completer, executor, heartbeat]
+        if listener is not None:
+            services.append(listener)
+        if async_handlers is not None and loop is None:
+            services.append(AsyncLoop(async_handlers, worker=name, signals=self.signals))
         maintainer = None
-        if self.maintenance:
+        if self.maintenance and poll_only:
+            log.warning("poll_only: no maintenance on this worker (its leader lock needs a session, which "
+                        "PgBouncer in transaction mode cannot keep); run one with a direct connection",
+                        extra=fields)
+        elif self.maintenance:
             maintainer = Maintainer(
                 tq,
                 worker=name,
@@ -274,17 +338,21 @@ class Worker:
             hook(self)
 
         stop_signals = SignalWatcher(self._on_signal)
-        stop_signals.install()
+        if loop is None:  # under run_async the host application owns the signals
+            stop_signals.install()
         log.info(
-            "worker %s starting: queues=%s capacity=%s policy=%s concurrency=%d lease=%gs",
+            "worker %s starting: queues=%s capacity=%s policy=%s concurrency=%d async_concurrency=%d lease=%gs%s",
             name,
             ",".join(queues),
             self.capacity,
             self.policy,
             threads,
+            async_slots,
             self.lease,
+            " poll_only" if poll_only else "",
             extra={
-                **fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads
+                **fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads,
+                "async_concurrency": async_slots, "poll_only": poll_only,
             },
         )
         failure: ServiceFailed | None = None
@@ -301,7 +369,8 @@ class Worker:
             self._running.clear()
             log.info("worker %s stopping: no new claims", name, extra=fields)
             claimer.stop()
-            self._drain(tq, capacity, fields)
+            drain(tq, capacity, grace=self.grace, wake=self._wake, abort=self._abort, fields=fields,
+                  cancel=None if self.async_handlers is None else self.async_handlers.cancel)
         finally:
             self._running.clear()
             for service in reversed(services):
@@ -325,40 +394,3 @@ class Worker:
             self._attention.wait(1.0 if timeout is None else timeout)
             self._attention.clear()
             timeout = supervisor.tend()
-
-    def _drain(self, tq: TaskQueue, capacity: Capacity, fields: dict[str, Any]) -> None:
-        """Let running handlers finish for up to ``grace``, then give the rest back."""
-        deadline = time.monotonic() + self.grace
-        self._wait_settled(deadline)
-        for task in capacity.take_for_release():
-            try:
-                tq.release(task, reason=f"given back by worker {fields['worker']} at shutdown")
-            except LeaseLost:
-                log.warning("task %s: lease already lost at shutdown", task.id,
-                            extra={**fields, "task_id": task.id, "queue": task.queue, "outcome": "lease_lost"})
-            except Exception as exc:
-                log.warning("task %s: could not give it back (%s); its lease will expire", task.id, exc,
-                            extra={**fields, "task_id": task.id, "queue": task.queue, "outcome": "error"})
-            else:
-                log.warning(
-                    "task %s (queue %s) still running after the grace period; given back to the queue",
-                    task.id,
-                    task.queue,
-                    extra={**fields, "task_id": task.id, "queue": task.queue, "outcome": "released"},
-                )
-
-        # Outcomes already being recorded get a moment to commit.
-        self._abort.clear()
-        self._wait_settled(time.monotonic() + SETTLE_SECONDS)
-
-    def _wait_settled(self, deadline: float) -> None:
-        capacity = self.capacity_state
-        assert capacity is not None
-        while not self._abort.is_set():
-            self._wake.clear()
-            if not capacity.unsettled():
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            self._wake.wait(min(left, 0.5))
