@@ -21,12 +21,15 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import ServiceFailed, TaskQueueError, ValidationError
 from ..maintenance import Maintainer
 from ..operations import default_worker_name
 from ..queue import TaskQueue
+
+if TYPE_CHECKING:
+    from ..aio import AsyncTaskQueue
 from ..registry import Registry
 from ..scheduling import DEFAULT_POLICY, POLICIES
 from ..scheduling.planner import Planner
@@ -236,15 +239,19 @@ class Worker:
         finally:
             self._run_lock.release()
 
-    async def run_async(self, tq: TaskQueue) -> None:
+    async def run_async(self, tq: TaskQueue | AsyncTaskQueue) -> None:
         """Run inside the running event loop until ``stop()``, or until the awaiting task is cancelled.
 
         Async handlers run on this loop; claims, heartbeats and outcomes stay on
-        the worker's threads. Cancelling the awaiting task winds the worker down
-        as ``stop()`` does (the grace period applies; a second cancellation skips
+        the worker's threads, with a sync handle of their own when given an
+        AsyncTaskQueue. Cancelling the awaiting task winds the worker down as
+        ``stop()`` does (the grace period applies; a second cancellation skips
         it), then re-raises CancelledError. No signal handler is installed: the
         host application owns the signals.
         """
+        if not isinstance(tq, TaskQueue):
+            with TaskQueue(tq.dsn, schema=tq.schema, poll_only=tq.poll_only) as own:
+                return await self.run_async(own)
         self._take_run(tq)
         await run_in_loop(lambda loop: self._run(tq, loop), stop=self.stop, handlers=lambda: self.async_handlers,
                           release=self._run_lock.release)
