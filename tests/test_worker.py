@@ -515,14 +515,33 @@ def test_each_outcome_is_logged_with_task_id_queue_and_outcome(
 
     ok_id = tq.enqueue({}, queue="logged")
     bad_id = tq.enqueue({}, queue="broken")
-    with caplog.at_level(logging.INFO, logger="taskqueue.worker"):
+    with caplog.at_level(logging.DEBUG, logger="taskqueue.worker"):
         with running(w, tq):
             recorded(w, [ok_id, bad_id])
             assert wait_for(lambda: len([r for r in caplog.records if hasattr(r, "outcome")]) >= 2)
-    outcomes = {(r.task_id, r.queue, r.outcome) for r in caplog.records if hasattr(r, "task_id")}
-    assert (ok_id, "logged", "done") in outcomes
-    assert (bad_id, "broken", "failed") in outcomes
+    outcomes = [r for r in caplog.records if hasattr(r, "task_id") and hasattr(r, "outcome")]
+    levels = {(r.task_id, r.queue, r.outcome): r.levelno for r in outcomes}
+    assert levels[(ok_id, "logged", "done")] == logging.DEBUG  # a success: one line at DEBUG ...
+    assert levels[(bad_id, "broken", "failed")] == logging.WARNING
+    summaries = [r for r in caplog.records if getattr(r, "done", None)]
+    assert [(r.levelno, r.done) for r in summaries] == [(logging.INFO, {"logged": 1})]  # ... and summed at INFO
     assert all(r.name.startswith("taskqueue.worker") for r in caplog.records if hasattr(r, "outcome"))
+
+
+def test_successes_are_summed_at_info_at_most_every_summary_seconds(
+    tq: TaskQueue, caplog: pytest.LogCaptureFixture
+) -> None:
+    w = new_worker(queues=["a", "b"])
+    w.handler("a")(lambda task: None)
+    w.handler("b")(lambda task: None)
+    w.on_services.append(lambda worker: setattr(worker.completer, "summary_seconds", 3600.0))
+    ids = [tq.enqueue(n, queue="a" if n % 3 else "b") for n in range(30)]
+    with caplog.at_level(logging.INFO, logger="taskqueue.worker"), running(w, tq):
+        assert set(recorded(w, ids).values()) == {"done"}
+        assert not [r for r in caplog.records if getattr(r, "done", None)]  # within the hour: not yet
+    [summary] = [r for r in caplog.records if getattr(r, "done", None)]  # on stop: the rest, once
+    assert summary.done == {"a": 20, "b": 10} and summary.getMessage().startswith("30 tasks done in the last")
+    assert not [r for r in caplog.records if getattr(r, "task_id", None) in ids]  # no line per success at INFO
 
 
 def test_log_level_is_configurable() -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import queue as queue_mod
+import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -29,6 +31,9 @@ from .service import Service, WorkerSignals
 log = logging.getLogger("taskqueue.worker.completer")
 
 MAX_BATCH = 200
+#: Successes are logged one by one at DEBUG, and summed at INFO at most this often (seconds).
+#: A line per success at INFO cost about a third of a busy worker's time holding the GIL.
+SUMMARY_SECONDS = 10.0
 #: Tries of one write on transient errors, and the first pause (doubled each time).
 WRITE_ATTEMPTS = 5
 WRITE_BACKOFF = 0.1
@@ -47,6 +52,9 @@ class Completer(Service):
         self.tq = tq
         self.capacity = capacity
         self.batches = 0
+        self.summary_seconds = SUMMARY_SECONDS
+        self._done: Counter[str] = Counter()
+        self._summary_at = time.monotonic()
         self._inbox: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
 
     def submit(self, report: Report) -> None:
@@ -57,6 +65,12 @@ class Completer(Service):
         self._inbox.put(_STOP)
 
     def run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self._summarize(force=True)
+
+    def _loop(self) -> None:
         while True:
             first = self._inbox.get()
             if first is _STOP:
@@ -100,7 +114,20 @@ class Completer(Service):
             if state != "error":
                 self._log(r, state)
             self.capacity.remove(r.task)
+        self._summarize()
         self.signals.recorded.signal({r.task.id: states[id(r)] for r in batch})
+
+    def _summarize(self, *, force: bool = False) -> None:
+        """One INFO line for the successes since the last: how many, over how long, per queue."""
+        now = time.monotonic()
+        if not self._done or (not force and now - self._summary_at < self.summary_seconds):
+            return
+        total, span = sum(self._done.values()), now - self._summary_at
+        per_queue = ", ".join(f"{queue} {count}" for queue, count in sorted(self._done.items()))
+        log.info("%d tasks done in the last %.1f s (%s)", total, span, per_queue,
+                 extra={"worker": self.worker, "outcome": "done", "done": dict(self._done), "seconds": round(span, 3)})
+        self._done.clear()
+        self._summary_at = now
 
     def _retrying(self, write: Callable[[], T]) -> T:
         """Run ``write``, again after a pause while it fails with a transient database error."""
@@ -147,7 +174,11 @@ class Completer(Service):
         outcome = report.label or ("retry" if state in ("queued", "scheduled") else state)
         extra = {**report.fields, "outcome": outcome, "duration": round(report.duration, 6)}
         if report.error is None:
-            log.info("task %s (queue %s) %s in %.3f s", task.id, task.queue, outcome, report.duration, extra=extra)
+            quiet = outcome == "done"  # a cancelled one is worth a line of its own
+            log.log(logging.DEBUG if quiet else logging.INFO, "task %s (queue %s) %s in %.3f s",
+                    task.id, task.queue, outcome, report.duration, extra=extra)
+            if quiet:
+                self._done[task.queue] += 1
             return
         first_line = (task.error or "").split("\n", 1)[0]
         extra["error"] = first_line
