@@ -242,14 +242,13 @@ class Worker:
     async def run_async(self, tq: TaskQueue | AsyncTaskQueue) -> None:
         """Run inside the running event loop until ``stop()``, or until the awaiting task is cancelled.
 
-        Async handlers run on this loop; claims, heartbeats and outcomes stay on
-        the worker's threads, with a sync handle of their own when given an
-        AsyncTaskQueue. Cancelling the awaiting task winds the worker down as
-        ``stop()`` does (the grace period applies; a second cancellation skips
-        it), then re-raises CancelledError. No signal handler is installed: the
-        host application owns the signals.
+        Async handlers run on this loop; claims, heartbeats and outcomes on the worker's threads (with a
+        sync handle of their own, given an AsyncTaskQueue). Cancelling the awaiting task winds the worker
+        down as ``stop()`` does, then re-raises CancelledError. No signal handler is installed.
         """
-        if not isinstance(tq, TaskQueue):
+        from ..aio import AsyncTaskQueue
+
+        if isinstance(tq, AsyncTaskQueue):
             with TaskQueue(tq.dsn, schema=tq.schema, poll_only=tq.poll_only) as own:
                 return await self.run_async(own)
         self._take_run(tq)
