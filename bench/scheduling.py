@@ -95,12 +95,7 @@ def run_real(dsn: str, workload: Workload, policy: str) -> dict[str, Any]:
             time.sleep(0.5)
         return _measure(dsn, schema, workload, window)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
-        tq.close()
-        common.drop_schema(dsn, schema)
+        _shut_down(procs, tq, dsn, schema)
 
 
 def _measure(dsn: str, schema: str, workload: Workload, window: float) -> dict[str, Any]:
@@ -172,12 +167,7 @@ def _drain_once(dsn: str, n: int, policy: str) -> float:
             time.sleep(0.02)
         return n / (time.monotonic() - start)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
-        tq.close()
-        common.drop_schema(dsn, schema)
+        _shut_down(procs, tq, dsn, schema)
 
 
 def run(opts: common.Options) -> dict[str, Any]:
@@ -201,3 +191,13 @@ def run(opts: common.Options) -> dict[str, Any]:
         if name == "starvation":
             out[name]["bound_ticks"] = starvation_bound(workload)
     return out
+
+
+def _shut_down(procs: list[Any], tq: Any, dsn: str, schema: str) -> None:
+    """Stop the worker processes, then drop what the cell made."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait(timeout=30)
+    tq.close()
+    common.drop_schema(dsn, schema)

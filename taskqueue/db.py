@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist on
 
 from .dsn import to_sqlalchemy_url
 from .errors import DatabaseError, SchemaMissing, ValidationError
+from .schema import schema_path
 from .sql import STATEMENTS
 from .store.requests import Copy, Op, Query, Request
 
@@ -96,7 +97,7 @@ def configure_engine(engine: sa.Engine, schema: str, *, poll_only: bool = False)
     it readable, so such a connection is replaced before use. A single enqueue
     is one round trip; a ping per checkout added about a sixth to its time.
     """
-    path = f'"{schema}"'
+    path = schema_path(schema)
 
     @sa.event.listens_for(engine, "checkout")
     def _check_alive(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
@@ -124,6 +125,12 @@ def configure_engine(engine: sa.Engine, schema: str, *, poll_only: bool = False)
         with dbapi_connection.cursor() as cur:
             cur.execute(PYFORMAT["set_search_path"], {"path": path})
         dbapi_connection.commit()
+
+
+def held_as(mode: Mode, poll_only: bool) -> Mode:
+    """The mode a connection is really held in: behind PgBouncer (poll_only) the search_path is set per
+    transaction, so even a one-statement call needs one."""
+    return "transaction" if poll_only and mode == "autocommit" else mode
 
 
 def connect_args(poll_only: bool = False) -> dict[str, Any]:
@@ -270,7 +277,7 @@ class Database:
             request = next(op)
         except StopIteration as stop:  # answered without the database (or refused its input)
             return stop.value  # type: ignore[no-any-return]
-        mode = self._mode(mode)
+        mode = held_as(mode, self.poll_only)
         try:
             if connection is None and mode == "autocommit":  # the single enqueue: no context layer more than needed
                 with self._autocommit_engine.connect() as conn:
@@ -283,7 +290,7 @@ class Database:
     @contextlib.contextmanager
     def connection(self, connection: Connectable, mode: Mode = "transaction") -> Iterator[Connection]:
         """A connection held as ``mode`` says; a caller's connection stays in the caller's transaction."""
-        mode = self._mode(mode)
+        mode = held_as(mode, self.poll_only)
         if connection is not None:
             if mode in ("snapshot", "rollback"):
                 raise ValidationError("connection", f"cannot be given for this call ({mode} runs on its own)")
@@ -306,10 +313,6 @@ class Database:
                 finally:
                     conn.rollback()
 
-    def _mode(self, mode: Mode) -> Mode:
-        # Behind PgBouncer the search_path is set per transaction, so there must be one.
-        return "transaction" if self.poll_only and mode == "autocommit" else mode
-
     @contextlib.contextmanager
     def foreign(self, connection: Connection | Session) -> Iterator[Connection]:
         """Point a caller's connection at our schema for the duration, then restore it."""
@@ -323,7 +326,7 @@ class Database:
                 "connection", f"must be a SQLAlchemy Connection or Session, got {type(connection).__name__}"
             )
         previous = conn.execute(_TEXT["show_search_path"]).scalar_one()
-        conn.execute(_TEXT["set_local_search_path"], {"path": f'"{self.schema}"'})
+        conn.execute(_TEXT["set_local_search_path"], {"path": schema_path(self.schema)})
         try:
             yield conn
         finally:

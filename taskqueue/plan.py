@@ -117,12 +117,6 @@ def advance(plan: Plan[T], result: Any = None, error: BaseException | None = Non
         return None, stop.value
 
 
-def run_once(op: Op[T], connection: Any = None, *, mode: Mode = "transaction") -> Plan[T]:
-    """A plan of one step (``yield from run_once(...)``)."""
-    result: T = yield Run(op, connection, mode)
-    return result
-
-
 def retrying(
     make: Callable[[], Run],
     *,

@@ -42,7 +42,14 @@ def prepare_schema(connection: sa.Connection, schema: str) -> None:
     set_search_path(connection, schema)
 
 
+def schema_path(schema: str) -> str:
+    """The queue schema as a search_path value (quoted: a schema name may need it)."""
+    return f'"{schema}"'
+
+
 def set_search_path(connection: sa.Connection, schema: str) -> None:
     import sqlalchemy as sa
 
-    connection.execute(sa.text("SELECT set_config('search_path', :path, false)"), {"path": f'"{schema}"'})
+    from .sql import STATEMENTS
+
+    connection.execute(sa.text(STATEMENTS["set_search_path"]), {"path": schema_path(schema)})

@@ -30,9 +30,11 @@ from ..db import (
     connect_args,
     database_error,
     driver_error,
+    held_as,
     prepare_flag,
 )
 from ..errors import ValidationError
+from ..schema import schema_path
 from ..sql import STATEMENTS
 from ..store.requests import Copy, Op, Query, Request
 
@@ -97,7 +99,7 @@ class AsyncDatabase:
         self._opened = False
 
     async def _configure(self, conn: AsyncConn) -> None:
-        await conn.execute(PYFORMAT["set_search_path"], {"path": f'"{self.schema}"'})
+        await conn.execute(PYFORMAT["set_search_path"], {"path": schema_path(self.schema)})
 
     @staticmethod
     async def _check(conn: AsyncConn) -> None:
@@ -137,8 +139,7 @@ class AsyncDatabase:
                 yield conn
             return
         await self.open()
-        if self.poll_only and mode == "autocommit":
-            mode = "transaction"  # behind PgBouncer the search_path is set per transaction, so there must be one
+        mode = held_as(mode, self.poll_only)
         async with self.pool.connection() as conn:
             if mode == "autocommit":
                 yield conn
@@ -146,7 +147,7 @@ class AsyncDatabase:
             await conn.set_isolation_level(IsolationLevel.REPEATABLE_READ if mode == "snapshot" else None)
             async with conn.transaction(force_rollback=mode == "rollback"):
                 if self.poll_only:
-                    await _perform(conn, Query("set_local_search_path", {"path": f'"{self.schema}"'}, "none"))
+                    await _perform(conn, Query("set_local_search_path", {"path": schema_path(self.schema)}, "none"))
                 yield conn
 
     @contextlib.asynccontextmanager
@@ -154,7 +155,7 @@ class AsyncDatabase:
         """The psycopg connection under a caller's AsyncConnection/AsyncSession, pointed at our schema meanwhile."""
         conn = await _driver_connection(connection)
         previous = await _perform(conn, Query("show_search_path", {}, "scalar"))
-        await _perform(conn, Query("set_local_search_path", {"path": f'"{self.schema}"'}, "none"))
+        await _perform(conn, Query("set_local_search_path", {"path": schema_path(self.schema)}, "none"))
         try:
             yield conn
         finally:

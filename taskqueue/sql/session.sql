@@ -3,7 +3,8 @@
 -- Every value is a bound parameter; no name is ever pasted into SQL.
 
 -- name: set_search_path
--- Every pooled connection of the queue's own, once when it is made: the
+-- Every pooled connection of the queue's own once when it is made, and the
+-- migration's connection (taskqueue/schema.py): the
 -- queue's schema first, for the life of the session.
 SELECT set_config('search_path', :path, false) AS path;
 
