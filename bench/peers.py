@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -57,8 +58,9 @@ def pgq_reset(dsn: str) -> None:
     asyncio.run(go())
 
 
-def pgq_enqueue(dsn: str, n: int, batch: int) -> float:
-    """Enqueue n no-op jobs, ``batch`` per call (1: one at a time); return seconds."""
+def pgq_enqueue(dsn: str, n: int, batch: int, *, run: Callable[[Any], float] = asyncio.run) -> float:
+    """Enqueue n no-op jobs, ``batch`` per call (1: one at a time); return seconds. ``run``: the event loop's
+    runner (``uvloop.run`` for PGQueuer's best)."""
 
     async def go() -> float:
         conn, q = await _pgq_queries(dsn)
@@ -75,7 +77,7 @@ def pgq_enqueue(dsn: str, n: int, batch: int) -> float:
         await conn.close()
         return elapsed
 
-    return asyncio.run(go())
+    return run(go())
 
 
 def _pgq_worker(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
