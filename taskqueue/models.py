@@ -71,7 +71,16 @@ class TaskRow(Base):
         Index("ix_tasks_claim", "queue", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
         # Each required bucket's best task in one probe.
         Index("ix_tasks_fit", "queue", "bucket", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
-        # The boundary bucket's fitting range, one probe per distinct value.
+        # Each fine bucket of the boundary bucket in one probe (migration 0007).
+        Index(
+            "ix_tasks_fit_fine",
+            "queue",
+            text("required_fine(required)"),
+            "priority",
+            "id",
+            postgresql_where=text(CLAIMABLE_SQL),
+        ),
+        # The fine boundary bucket's fitting range, one probe per distinct value.
         Index("ix_tasks_fit_exact", "queue", "required", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
         Index("ix_tasks_parked", "pool", postgresql_where=text("parked AND state = 'queued'")),
         Index("ix_tasks_scheduled", "run_at", postgresql_where=text("state = 'scheduled'")),

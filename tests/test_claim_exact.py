@@ -184,3 +184,41 @@ def _counters(dsn: str) -> tuple[int, ...]:
             "SELECT id, state, parked, attempts FROM taskqueue.tasks ORDER BY id"
         ).fetchall()
     return tuple(x for r in rows for x in (r[0], hash(r[1]), int(r[2]), r[3]))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fine_boundary_matches_the_reference(tq: TaskQueue, dsn: str, seed: int) -> None:
+    """Sizes that fall as ids grow, packed around what is available: the search
+    gets past the window and the boundary bucket's first walk into its fine
+    buckets (required_fine), in both orders, with pools."""
+    rng = random.Random(100 + seed)
+    n = 3000
+    centre = rng.choice((600, 5_000, 500_000, 2**30))
+    spread = max(8, centre // 50)
+    specs = []
+    for i in range(n):
+        falling = centre + spread - (2 * spread * i) // n  # big first, then smaller
+        specs.append({
+            "payload": {},
+            "queue": "a",
+            "priority": rng.choice((0, 0, 0, 1)),
+            "required": max(0, falling + rng.randint(-3, 3)),
+            "pool": rng.choice((None, None, None, "p0", "p1")),
+        })
+    tq.enqueue_many(specs)
+    tq.set_pool_limit("p0", 0)
+    tq.set_pool_limit("p1", 50)
+    held = []
+    for step in range(30):
+        rows, pools = snapshot(dsn)
+        available = centre + rng.randint(-spread, spread) // rng.choice((1, 4, 16))
+        limit = rng.choice((1, 1, 4))
+        order = rng.choice(("min", "max"))
+        expected = reference(rows, pools, available, limit, None, order, set())
+        assert [t.id for t in _peek(tq, available, None, order)] == expected[:1], f"step {step}: peek"
+        got = tq.claim_many(available=available, limit=limit, order=order)  # type: ignore[arg-type]
+        assert [t.id for t in got] == expected, f"step {step}: available={available} limit={limit} {order}"
+        held.extend(got)
+        while held and rng.random() < 0.5:
+            tq.complete(held.pop())
+    assert tq.check().ok
