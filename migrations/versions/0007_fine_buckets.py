@@ -14,6 +14,10 @@ probe of ix_tasks_fit_fine, and searches only the one that holds
 not end an index scan on the upper row comparison ``(priority, id) < (a, b)``
 when id decides it, so version 1's walks read to the end of a priority.
 
+claim_tasks v4 skips its head window when what is left is below 16: the
+buckets are exact there, so at most 16 probes answer it, for less than the
+window's 256 rows.
+
 The index is on an expression, so no table is rewritten; it is built like
 any other index (``CREATE INDEX``, which blocks writes while it builds).
 """
@@ -41,10 +45,10 @@ def upgrade() -> None:
         ["queue", sa.text("required_fine(required)"), "priority", "id"],
         postgresql_where=sa.text(CLAIMABLE),
     )
-    load_sql_objects(op.get_bind(), "fit_candidate.v2")
+    load_sql_objects(op.get_bind(), "fit_candidate.v2", "claim_tasks.v4")
 
 
 def downgrade() -> None:
-    load_sql_objects(op.get_bind(), "fit_candidate.v1")
+    load_sql_objects(op.get_bind(), "claim_tasks.v3", "fit_candidate.v1")
     op.drop_index("ix_tasks_fit_fine", table_name="tasks")
     op.execute(sa.text("DROP FUNCTION required_fine(integer)"))
