@@ -16,7 +16,7 @@ import pytest
 from taskqueue.testing.database import Server, fresh_database
 
 ROWS = 100_000
-BUDGET = 3_000  # shared buffers, hit + read: the head window and the near walk read up to 256 + 2048 rows; a scan of the backlog needs far more
+BUDGET = 3_000  # shared buffers, hit + read: head window (256 rows), bucket probes, boundary walks; a backlog scan needs far more
 
 pytestmark = pytest.mark.slow
 

@@ -26,7 +26,7 @@ from taskqueue.testing.database import Server, fresh_database
 pytestmark = pytest.mark.slow
 
 SIZES = (10_000, 200_000)
-BUDGET = 3_500  # shared buffers (hit + read) for one claim: head window, bucket probes, near walk
+BUDGET = 3_500  # shared buffers (hit + read) for one claim: head window, bucket probes, boundary walks
 BATCH_BUDGET = 10_000  # claim_many(limit=100): under 100 a task (pool slots and parking included), most of it the update itself
 # The naive walk reads these rows in heap order, several to a buffer, so its
 # buffer count understates the rows it walks (half the table here).
@@ -94,7 +94,7 @@ def naive(dsn: str, shape: Shape) -> int:
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
 def test_claim_buffers_stay_bounded(taskqueue_server: Server, taskqueue_template: str, shape: Shape) -> None:
-    seen: dict[int, tuple[int, int, int]] = {}
+    seen: dict[int, tuple[int, int, int, int]] = {}  # one, batch, naive, steady
     for rows in SIZES:
         with fresh_database(taskqueue_server, taskqueue_template) as dsn:
             seed(dsn, shape, rows)
