@@ -222,3 +222,36 @@ def test_fine_boundary_matches_the_reference(tq: TaskQueue, dsn: str, seed: int)
         while held and rng.random() < 0.5:
             tq.complete(held.pop())
     assert tq.check().ok
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bulk_claim_matches_the_reference(tq: TaskQueue, dsn: str, seed: int) -> None:
+    """No available amount and one queue: claim_tasks v5 locks the batch in one
+    statement. With pools (full, tight and open), rows locked elsewhere and
+    batches from one task to more than the queue holds, it takes exactly what
+    the plain rule takes."""
+    rng = random.Random(200 + seed)
+    tq.enqueue_many([
+        {"payload": {}, "queue": "a", "priority": rng.randint(0, 3), "required": rng.randint(0, 10**6),
+         "pool": rng.choice((None, None, "p0", "p1", "p2"))}
+        for _ in range(1500)
+    ])
+    tq.set_pool_limit("p0", 0)
+    tq.set_pool_limit("p1", rng.choice((1, 5)))
+    tq.set_pool_limit("p2", 40)
+    held = []
+    for step in range(25):
+        rows, pools = snapshot(dsn)
+        locked = {r.id for r in rows if rng.random() < 0.2}
+        limit = rng.choice((1, 7, 100, 600, 2000))
+        queues = rng.choice((None, ["a"]))
+        expected = reference(rows, pools, None, limit, queues, "min", locked)
+        with psycopg.connect(dsn) as other:
+            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
+            got = tq.claim_many(available=None, limit=limit, queues=queues)
+        assert [t.id for t in got] == expected, f"step {step}: limit={limit}"
+        held.extend(got)
+        rng.shuffle(held)
+        while held and rng.random() < 0.7:
+            tq.complete(held.pop())
+    assert tq.check().ok

@@ -163,3 +163,29 @@ def test_claim_uses_claim_index_and_no_seq_scan(backlog: psycopg.Connection, bac
     seq_after, idx_after = _table_counters(backlog_dsn)
     assert seq_after == seq_before
     assert idx_after > idx_before
+
+
+def test_a_session_that_began_on_an_empty_table_never_seq_scans(dsn: str) -> None:
+    """Plans are made once per session. One made while the table was empty
+    must not seq-scan the table once it holds a backlog (claim_tasks v5 runs
+    with enable_seqscan off): v4 started every claimed batch with a scan of
+    the whole table until an ANALYZE came by."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        for available in ("NULL", "1000"):  # the bulk lock and the fit search
+            assert conn.execute(f"SELECT count(*) FROM claim_tasks({available}, 50, NULL, 'w', 60, false)"
+                                ).fetchone() == (0,)
+        conn.commit()
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT 'default', '{}'::jsonb, g % 10, g % 20, 'queued', 3 FROM generate_series(1, 20000) g"
+        )
+        conn.commit()  # no ANALYZE: the cached plans stay as they were made
+        for available in ("NULL", "1000"):
+            got = conn.execute(f"SELECT count(*) FROM claim_tasks({available}, 50, NULL, 'w', 60, false)").fetchone()
+            scans = conn.execute(
+                "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE schemaname = 'taskqueue' AND relname = 'tasks'"
+            ).fetchone()
+            conn.rollback()
+            assert got == (50,)
+            assert scans == (0,), f"available={available}: the claim seq-scanned tasks"
