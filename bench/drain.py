@@ -114,7 +114,11 @@ class Ours:
         with TaskQueue(self.dsn, schema=SCHEMA) as tq:
             tq.enqueue_many([{"payload": None}] * n)  # one transaction: its commit releases the workers
 
-    left_sql = "SELECT EXISTS (SELECT 1 FROM tasks WHERE state IN ('queued', 'running'))"
+    # One probe of a partial index each (queued and claimable, queued and parked, running): the
+    # plain "state IN (...)" scanned the table, half a millisecond each 4 ms look, on our side only.
+    left_sql = ("SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND NOT parked)"
+                " OR EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND parked)"
+                " OR EXISTS (SELECT 1 FROM tasks WHERE state = 'running')")
     done_sql = "SELECT count(*) FROM tasks WHERE state = 'done'"
     search_path = SCHEMA
 

@@ -179,12 +179,17 @@ class Capacity:
 
     def remove(self, task: Task) -> None:
         """The claim has ended: its outcome is recorded (or discarded)."""
+        self.remove_all([task])
+
+    def remove_all(self, tasks: list[Task]) -> None:
+        """``remove`` for a recorded batch, under one lock and with one wake-up."""
         with self._lock:
-            entry = self._entries.pop(_key(task), None)
-            if entry is not None:
-                self._held[entry.kind] -= 1
-                self._handler_returned(entry)
-                self._uncount(entry)
+            for task in tasks:
+                entry = self._entries.pop(_key(task), None)
+                if entry is not None:
+                    self._held[entry.kind] -= 1
+                    self._handler_returned(entry)
+                    self._uncount(entry)
         self._on_free()
 
     def _handler_returned(self, entry: Entry) -> None:

@@ -113,7 +113,7 @@ class Completer(Service):
             state = states[id(r)]
             if state != "error":
                 self._log(r, state)
-            self.capacity.remove(r.task)
+        self.capacity.remove_all([r.task for r in batch])
         self._summarize()
         self.signals.recorded.signal({r.task.id: states[id(r)] for r in batch})
 
@@ -172,6 +172,9 @@ class Completer(Service):
             )
             return
         outcome = report.label or ("retry" if state in ("queued", "scheduled") else state)
+        if outcome == "done" and report.error is None and not log.isEnabledFor(logging.DEBUG):
+            self._done[task.queue] += 1  # the common case, summed at INFO: no record to build
+            return
         extra = {**report.fields, "outcome": outcome, "duration": round(report.duration, 6)}
         if report.error is None:
             quiet = outcome == "done"  # a cancelled one is worth a line of its own
