@@ -115,6 +115,10 @@ def worker(
     ] = None,
     capacity: Annotated[int | None, typer.Option("--capacity", min=0, help="Resource budget of running tasks.")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Handler threads.")] = None,
+    async_concurrency: Annotated[
+        int | None,
+        typer.Option("--async-concurrency", min=1, max=100_000, help="async def handlers running at once (default 100)."),
+    ] = None,
     lease: Annotated[float | None, typer.Option("--lease", help="Lease seconds; heartbeats renew it.")] = None,
     grace: Annotated[
         float | None, typer.Option("--grace", min=0, help="Seconds running tasks get on shutdown.")
@@ -137,7 +141,8 @@ def worker(
         raise CliError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}", 2)
     the_worker = load_worker(target)
     the_worker.configure(
-        queues=_queues(queues), capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy
+        queues=_queues(queues), capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy,
+        async_concurrency=async_concurrency,
     )
     setup_logging(log_level, log_json)
     with open_queue(ctx, dsn, schema) as tq:

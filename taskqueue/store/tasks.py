@@ -9,12 +9,32 @@ nowhere else.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..task import Task, TaskState
 from .pools import release_pools
 from .requests import Op, Row, first, rowcount, rows
+
+
+_UUID_LIST = re.compile(r"[0-9a-fA-F-]+(,[0-9a-fA-F-]+)*")
+
+
+def int_array(values: Sequence[int]) -> str:
+    """A bigint[] literal: psycopg's list dumper costs about 3 µs an element, a join a tenth of that."""
+    for v in values:
+        if type(v) is not int:
+            raise TypeError(f"not an id: {v!r}")
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def uuid_array(values: Sequence[str]) -> str:
+    """A uuid[] literal of lease tokens (hex digits and dashes only, so nothing needs quoting)."""
+    text = ",".join(values)
+    if values and not _UUID_LIST.fullmatch(text):
+        raise TypeError("lease tokens must be UUIDs")
+    return "{" + text + "}"
 
 
 def task_from_row(row: Row) -> Task:
@@ -115,11 +135,12 @@ def complete_many(claims: Sequence[tuple[int, str, str | None]]) -> Op[tuple[dic
     """
     if not claims:
         return {}, False
+    results = [c[2] for c in claims]
     found = yield from rows(
         "complete_tasks",
-        ids=[c[0] for c in claims],
-        tokens=[c[1] for c in claims],
-        results=[c[2] for c in claims],
+        ids=int_array([c[0] for c in claims]),
+        tokens=uuid_array([c[1] for c in claims]),
+        results=results if any(r is not None for r in results) else [],  # unnest pads it with NULLs
     )
     freed = yield from release_pools(_pool_counts(found))
     return {r["id"]: r["state"] for r in found}, freed
