@@ -68,6 +68,8 @@ class Cell:
 
 #: Settings swept per library (defaults are always measured too).
 OURS_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = ((("concurrency", 32),), (("concurrency", 64),))
+#: The async lane's knob, for the ``async def`` handler.
+OURS_ASYNC_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = ((("async-concurrency", 300),), (("async-concurrency", 1000),))
 PGQ_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("batch", 100),),
     (("batch", 500),),
@@ -81,9 +83,10 @@ def cells(handlers: tuple[str, ...]) -> list[Cell]:
     for handler in handlers:
         for processes in (1, 2):
             for library, sweep in (("taskqueue", OURS_SWEEP), ("pgqueuer", PGQ_SWEEP)):
-                if handler in PEER_HANDLER:  # no thread knobs to sweep, and no second PGQueuer run
+                if handler in PEER_HANDLER:  # the async lane's knob, and no second PGQueuer run
                     if library == "taskqueue":
                         out.append(Cell(library, handler, processes))
+                        out.extend(Cell(library, handler, processes, s) for s in OURS_ASYNC_SWEEP)
                     continue
                 out.append(Cell(library, handler, processes))
                 out.extend(Cell(library, handler, processes, s) for s in sweep)
@@ -261,7 +264,9 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
     the handler's first line, both on the machine's wall clock;
     ``from_call`` measures from before the call instead.
 
-    Busy: the worker is draining ``backlog`` no-op tasks; each probe is
+    Busy: the worker is draining ``backlog`` no-op tasks, topped up by a
+    quarter of it every 25 probes so that it lasts past the last probe
+    (``backlog_left_at_last_probe``); each probe is
     enqueued at a more urgent priority (lower number), so it waits for the
     worker's next claim round, not for the backlog.
     """
@@ -284,19 +289,21 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
                     if phase == "busy":
                         tq.enqueue_many([{"payload": None}] * backlog)
                     sent: dict[int, tuple[float, float]] = {}
-                    for _ in range(probes):
+                    for k in range(probes):
+                        if phase == "busy" and k and k % 25 == 0:  # keep it busy until the last probe
+                            tq.enqueue_many([{"payload": None}] * (backlog // 4))
                         before = time.time()
                         probe_id = tq.enqueue({"probe": True}, priority=-1)
                         sent[probe_id] = (before, time.time())
                         bar.advance(task)
                         time.sleep(0.01)
+                    left = tq.stats().by_state["queued"]  # at the last probe: > 0 means busy throughout
                     deadline = time.monotonic() + 60
                     while time.monotonic() < deadline:
                         counts = tq.stats().by_state
                         if not counts["queued"] + counts["running"]:
                             break
                         time.sleep(0.05)
-                    left = tq.stats().by_state["queued"]
             finally:
                 workers.stop()
             with open(stamps.name) as f:
@@ -307,7 +314,7 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
             summary = common.latency_summary([started[i] - sent[i][1] for i in sent])
             summary["from_call"] = common.latency_summary([started[i] - sent[i][0] for i in sent])
             summary["backlog"] = backlog if phase == "busy" else 0
-            summary["backlog_left_at_end"] = left
+            summary["backlog_left_at_last_probe"] = left
             result[phase] = summary
     os.unlink(stamps.name)
     return result

@@ -68,3 +68,24 @@ def test_outcomes_in_flight_are_bounded(tq: TaskQueue) -> None:
     assert cap.free() == (None, 0)
     cap.remove(tasks[0])
     assert cap.free() == (None, 1)
+
+
+def test_the_gap_the_threads_could_reach_counts_too() -> None:
+    """1 ms handlers on 10 threads finish one every 100 µs at full speed. Seen only
+    at the pace the worker runs now (held back: one every 300 µs), the claim-ahead
+    would keep it there; the handlers' own time lifts it."""
+    held_back = Pace(10)
+    held_back.claimed(0.003)
+    for i in range(50):
+        held_back.finished(100.0 + i * 0.0003)
+    assert 8 <= held_back.ahead() <= 12  # 3 ms / 300 µs
+    lifted = Pace(10)
+    lifted.claimed(0.003)
+    for i in range(50):
+        lifted.finished(100.0 + i * 0.0003, ran=0.001)
+    assert 27 <= lifted.ahead() <= 33  # 3 ms / (1 ms / 10 threads)
+    slow = Pace(10)
+    slow.claimed(0.003)
+    for i in range(50):
+        slow.finished(100.0 + i * 0.0003, ran=5.0)  # long handlers: the measured gap still decides
+    assert slow.ahead() == held_back.ahead()

@@ -85,7 +85,7 @@ def test_settings_validate_and_configure_overrides_only_given_values() -> None:
     assert (w.queues, w.capacity, w.effective_concurrency, w.grace) == (["scan"], 4, 4, 1.5)
     w.configure(queues=["a", "b"], concurrency=2, lease=3)
     assert (w.queues, w.capacity, w.concurrency, w.lease) == (["a", "b"], 4, 2, 3.0)
-    assert Worker().effective_concurrency == 10
+    assert Worker().effective_concurrency == 32
     for bad in ({"capacity": -1}, {"concurrency": 0}, {"lease": 0}, {"grace": -1}, {"queues": "scan"}):
         with pytest.raises(ValidationError):
             Worker(**bad)

@@ -62,7 +62,7 @@ class Outcomes:
         task = report.task
         report.duration = time.monotonic() - started
         if kind == SYNC:
-            self.capacity.pace.finished()
+            self.capacity.pace.finished(ran=report.duration)
         if not self._may_report(task, report.fields):
             return None
         check_result(report)

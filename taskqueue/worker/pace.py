@@ -8,6 +8,12 @@ claim time / time between two finished handlers, both measured as the worker
 runs. Slow handlers make that nearly zero: a worker running minute-long tasks
 claims no more than it has threads for and leaves the rest to other workers;
 and a task claimed ahead waits about one claim round trip for its thread.
+
+The gap is measured at the pace the worker runs now, which is itself held
+back by how far ahead it claims: with 1 ms handlers and a 2 ms claim, ten
+threads settled at a third of what they could do. So the gap the threads
+would reach if never kept waiting (handler time / threads) counts too, and
+the smaller of the two gaps decides.
 Claims waiting for a thread hold their lease like running ones (the
 heartbeat covers them) and count against ``capacity`` as claims do.
 """
@@ -34,26 +40,32 @@ class Pace:
     """
 
     def __init__(self, concurrency: int) -> None:
+        self.concurrency = concurrency
         self.limit = min(MAX_AHEAD, AHEAD_PER_THREAD * concurrency)
         self.claim_seconds: float | None = None
         self.gap_seconds: float | None = None
+        self.run_seconds: float | None = None
         self._last_finish: float | None = None
 
     def claimed(self, seconds: float) -> None:
         self.claim_seconds = _average(self.claim_seconds, seconds)
 
-    def finished(self, now: float | None = None) -> None:
-        """A handler returned (any thread); ``now`` is ``time.monotonic()`` unless given."""
+    def finished(self, now: float | None = None, ran: float | None = None) -> None:
+        """A handler returned (any thread) after running ``ran`` seconds; ``now`` is ``time.monotonic()`` unless given."""
         now = time.monotonic() if now is None else now
         last, self._last_finish = self._last_finish, now
         if last is not None:
             self.gap_seconds = _average(self.gap_seconds, min(MAX_GAP, max(MIN_GAP, now - last)))
+        if ran is not None:
+            self.run_seconds = _average(self.run_seconds, min(MAX_GAP, max(MIN_GAP, ran)))
 
     def ahead(self) -> int:
         """Claims worth holding beyond the threads: none until both times are known."""
         gap, claim = self.gap_seconds, self.claim_seconds
         if gap is None or claim is None:
             return 0
+        if self.run_seconds is not None:  # the gap if no thread ever waited for a claim
+            gap = min(gap, max(MIN_GAP, self.run_seconds / self.concurrency))
         return min(self.limit, int(claim / gap))
 
 
