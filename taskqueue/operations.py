@@ -177,11 +177,9 @@ def heartbeat_many(tasks: Iterable[Task], lease: float | None) -> Op[list[Task]]
 def complete(task: Task, result: Any, *, channel: str) -> Op[None]:
     task_id, token = claim_of(task)
     result_json = None if result is None else encode_json(result, "result")
-    outcome = yield from task_ops.complete(task_id, token, result_json)
+    outcome = yield from task_ops.complete(task_id, token, result_json, channel)  # it wakes the workers itself
     if outcome is None:
         raise LeaseLost(task_id, "complete")
-    if outcome.freed_full_pool:
-        yield from enqueue_ops.notify(channel)
     settle(task, outcome.state, result=result)
 
 
@@ -217,11 +215,9 @@ def fail(task: Task, error: Any, *, retry: Any, retry_in: float | None, channel:
         delay = backoff_seconds(task.attempts)
     else:
         delay = check_number(retry_in, "retry_in", minimum=0.0, maximum=MAX_RETRY_IN)
-    outcome = yield from task_ops.fail(task_id, token, text, retry=retry, retry_in=delay)
+    outcome = yield from task_ops.fail(task_id, token, text, retry=retry, retry_in=delay, channel=channel)
     if outcome is None:
         raise LeaseLost(task_id, "fail")
-    if outcome.freed_full_pool or outcome.state == "queued":
-        yield from enqueue_ops.notify(channel)
     settle(task, outcome.state, error=text)
     if outcome.run_at is not None and outcome.state in ("queued", "scheduled"):
         task.run_at = outcome.run_at
@@ -231,10 +227,9 @@ def release(task: Task, reason: Any, *, channel: str) -> Op[None]:
     task_id, token = claim_of(task)
     if not isinstance(reason, str):
         raise ValidationError("reason", f"must be a str, got {type(reason).__name__}")
-    outcome = yield from task_ops.requeue(task_id, token, check_error_text(reason))
+    outcome = yield from task_ops.requeue(task_id, token, check_error_text(reason), channel)
     if outcome is None:
         raise LeaseLost(task_id, "release")
-    yield from enqueue_ops.notify(channel)
     settle(task, outcome.state)
 
 

@@ -228,3 +228,41 @@ def test_claim_holds_no_second_pool_lock_after_a_pool_fills(tq: TaskQueue, dsn: 
     finally:
         lowering.close()
         other.close()
+
+
+def test_ends_of_a_claim_wake_workers_only_when_something_became_claimable(tq: TaskQueue, dsn: str) -> None:
+    """complete/fail/release send their wake-up in their own statement (one round trip, one commit):
+    when they free a full pool's slot or queue the task again, and not otherwise."""
+    import psycopg
+
+    from taskqueue.db import LISTEN_CONNECT_ARGS, listen
+
+    with psycopg.connect(dsn, **LISTEN_CONNECT_ARGS) as conn:
+        listen(conn, tq.channel)
+
+        def woken() -> int:
+            return sum(1 for _ in conn.notifies(timeout=0.3))
+
+        tq.set_pool_limit("tight", 1)
+        tq.enqueue_many([{"payload": {}, "pool": "tight"}, {"payload": {}, "pool": "roomy"}, {"payload": {}}])
+        woken()  # the enqueue's own
+        tight = tq.claim(available=None)
+        roomy = tq.claim(available=None)
+        plain = tq.claim(available=None)
+        assert tight is not None and roomy is not None and plain is not None and tight.pool == "tight"
+        assert woken() == 0
+        tq.complete(roomy)  # its pool has no limit: nothing became claimable
+        tq.fail(plain, "boom", retry=False)  # failed for good
+        assert woken() == 0
+        tq.complete(tight)  # the full pool has a free slot
+        assert woken() == 1
+        again = tq.enqueue({}, max_attempts=3)
+        woken()
+        task = tq.claim(available=None)
+        assert task is not None and task.id == again
+        tq.fail(task, "try again", retry_in=0)  # queued again at once
+        assert woken() == 1
+        task = tq.claim(available=None)
+        assert task is not None
+        tq.release(task)
+        assert woken() == 1

@@ -226,17 +226,24 @@ WITH ended AS (
 -- Not a statement: the tail that complete_task, fail_task and requeue_task
 -- share (the loader appends it where a statement says "compose"). The CTE
 -- "ended" holds the one task row whose claim just ended; its pool loses one
--- running task, and freed_full_pool says whether that pool was full before,
--- so the caller knows to wake the workers.
+-- running task, and freed_full_pool says whether that pool was full before.
+-- When it was, or when the task is claimable again at once, the statement
+-- wakes the listening workers itself (pg_notify, delivered at commit): one
+-- round trip and one commit, where a separate NOTIFY cost a second of each.
 , released AS (
     UPDATE pools p SET running = p.running - 1
       FROM ended WHERE p.name = ended.pool
     RETURNING p.running, p.running_limit
+), outcome AS (
+    SELECT ended.id, ended.state, ended.run_at,
+           COALESCE((SELECT r.running_limit IS NOT NULL AND r.running + 1 >= r.running_limit FROM released r), false)
+               AS freed_full_pool
+      FROM ended
 )
-SELECT ended.id, ended.state, ended.run_at,
-       COALESCE((SELECT r.running_limit IS NOT NULL AND r.running + 1 >= r.running_limit FROM released r), false)
-           AS freed_full_pool
-  FROM ended;
+SELECT o.id, o.state, o.run_at, o.freed_full_pool,
+       CASE WHEN o.freed_full_pool OR o.state = 'queued'
+            THEN (SELECT true FROM pg_notify(CAST(:channel AS text), '')) ELSE false END AS woke
+  FROM outcome o;
 
 -- name: rescue_expired_tasks
 -- Every running task whose lease has expired, re-checked under the row lock

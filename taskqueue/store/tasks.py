@@ -123,8 +123,9 @@ def heartbeat_many(claims: Sequence[tuple[int, str]], lease: float | None) -> Op
     return {r["id"]: Beat(r["id"], r["lease_expires_at"], r["cancel_requested"]) for r in found}
 
 
-def complete(task_id: int, token: str, result_json: str | None) -> Op[Outcome | None]:
-    row = yield from first("complete_task", id=task_id, token=token, result=result_json)
+def complete(task_id: int, token: str, result_json: str | None, channel: str) -> Op[Outcome | None]:
+    """Complete one claim; the statement wakes the workers itself when it frees a full pool."""
+    row = yield from first("complete_task", id=task_id, token=token, result=result_json, channel=channel)
     return _outcome(row)
 
 
@@ -146,13 +147,15 @@ def complete_many(claims: Sequence[tuple[int, str, str | None]]) -> Op[tuple[dic
     return {r["id"]: r["state"] for r in found}, freed
 
 
-def fail(task_id: int, token: str, error: str, *, retry: bool, retry_in: float) -> Op[Outcome | None]:
-    row = yield from first("fail_task", id=task_id, token=token, error=error, retry=retry, retry_in=retry_in)
+def fail(task_id: int, token: str, error: str, *, retry: bool, retry_in: float, channel: str) -> Op[Outcome | None]:
+    """Fail one claim; the statement wakes the workers when the task is queued again or a full pool freed."""
+    row = yield from first("fail_task", id=task_id, token=token, error=error, retry=retry, retry_in=retry_in,
+                           channel=channel)
     return _outcome(row)
 
 
-def requeue(task_id: int, token: str, reason: str) -> Op[Outcome | None]:
-    row = yield from first("requeue_task", id=task_id, token=token, error=reason)
+def requeue(task_id: int, token: str, reason: str, channel: str) -> Op[Outcome | None]:
+    row = yield from first("requeue_task", id=task_id, token=token, error=reason, channel=channel)
     return _outcome(row)
 
 
