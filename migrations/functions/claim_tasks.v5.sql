@@ -39,8 +39,10 @@
 -- take_task (FOR UPDATE SKIP LOCKED, then the pool slot), so a claim holds
 -- locks only on what it takes.
 --
--- Full pools: rows passed over because their pool is full are parked at the
--- end (park_rows), out of the claim indexes until their pool has room, so
+-- Full pools: the window reads each row's pool with it, so a pool already
+-- full costs no lock to find out (version 5; before, take_task locked the row
+-- and tried the pool's slot). Rows passed over because their pool is full are
+-- parked at the end (park_rows), out of the claim indexes until their pool has room, so
 -- each is walked past once per time its pool fills, not once per claim.
 --
 -- Pool locks: the first pool row this transaction locks may be waited for;
@@ -182,7 +184,9 @@ BEGIN
                 -- One queue: a window of c_scan rows, read in index order.
                 v_cap := c_scan;
                 OPEN v_cur FOR
-                    SELECT w.id, w.k1, w.required, w.pool, w.rn
+                    SELECT w.id, w.k1, w.required, w.pool, w.rn,
+                           (w.pool IS NOT NULL AND EXISTS (SELECT 1 FROM pools p WHERE p.name = w.pool AND p.running_limit IS NOT NULL
+                                                             AND p.running >= p.running_limit)) AS seen_full
                       FROM (SELECT x.*, row_number() OVER () AS rn
                               FROM ((SELECT t.id, t.priority::bigint AS k1, t.required, t.pool FROM tasks t
                                       WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1]
@@ -243,7 +247,10 @@ BEGIN
                      WHERE NOT p_descending
                         OR ARRAY[x.k1, x.id] <= (SELECT min(f.last) FROM (SELECT max(ARRAY[y.k1, y.id]) AS last
                                                                           FROM x y GROUP BY y.name) f))
-                    SELECT m.id, m.k1, m.required, m.pool, m.rn FROM m
+                    SELECT m.id, m.k1, m.required, m.pool, m.rn,
+                           (m.pool IS NOT NULL AND EXISTS (SELECT 1 FROM pools p WHERE p.name = m.pool AND p.running_limit IS NOT NULL
+                                                             AND p.running >= p.running_limit)) AS seen_full
+                      FROM m
                      WHERE m.rn <= c_window AND (m.required <= v_remaining OR m.rn = c_window)
                      ORDER BY m.rn;
             END IF;
@@ -256,6 +263,11 @@ BEGIN
                     v_end := false;  -- the window read all it may: more may follow
                 END IF;
                 CONTINUE WHEN v_w.required > v_remaining;
+                IF v_w.seen_full AND NOT v_w.pool = ANY (v_full) THEN
+                    -- Full when the window was read: neither its row nor its pool is locked to learn
+                    -- it again (park_rows re-checks under the pool's lock before it parks).
+                    v_full := v_full || v_w.pool;
+                END IF;
                 IF v_w.pool IS NULL OR NOT v_w.pool = ANY (v_full) THEN
                     SELECT s.got, s.locked, s.full_pools INTO v_got, v_locked, v_full
                       FROM take_task(v_w.id, v_w.pool, p_peek, v_locked, v_full) s;

@@ -18,6 +18,10 @@ that starts the claimed batch (``WHERE id = ANY (...)``) as a seq scan, and
 kept scanning the whole table on every claim until an ANALYZE invalidated
 the plan.
 
+The window also reads each row's pool as it reads the row, so a pool already
+full costs no row or pool lock to find out (park_rows still re-checks under
+the pool's lock before it parks).
+
 Only a function changes; no table is touched.
 """
 
