@@ -117,7 +117,7 @@ def worker(
     concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, help="Handler threads.")] = None,
     async_concurrency: Annotated[
         int | None,
-        typer.Option("--async-concurrency", min=1, max=100_000, help="async def handlers running at once (default 100)."),
+        typer.Option("--async-concurrency", min=1, max=100_000, help="async def handlers at once (default 100)."),
     ] = None,
     lease: Annotated[float | None, typer.Option("--lease", help="Lease seconds; heartbeats renew it.")] = None,
     grace: Annotated[

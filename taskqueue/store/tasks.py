@@ -17,7 +17,6 @@ from ..task import Task, TaskState
 from .pools import release_pools
 from .requests import Op, Row, first, rowcount, rows
 
-
 _UUID_LIST = re.compile(r"[0-9a-fA-F-]+(,[0-9a-fA-F-]+)*")
 
 

@@ -51,7 +51,7 @@ class Pace:
         self.claim_seconds = _average(self.claim_seconds, seconds)
 
     def finished(self, now: float | None = None, ran: float | None = None) -> None:
-        """A handler returned (any thread) after running ``ran`` seconds; ``now`` is ``time.monotonic()`` unless given."""
+        """A handler returned (any thread) after ``ran`` seconds; ``now`` is ``time.monotonic()`` unless given."""
         now = time.monotonic() if now is None else now
         last, self._last_finish = self._last_finish, now
         if last is not None:
