@@ -305,3 +305,22 @@ def test_stats_watch_json_streams_until_interrupted(dsn: str, tq: TaskQueue) -> 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_ctrl_c_while_the_commands_load_is_one_line() -> None:
+    """A SIGINT that lands while the command modules are imported (before any command runs)."""
+    code = (
+        "import builtins, os, signal\n"
+        "from taskqueue.cli import main\n"
+        "real = builtins.__import__\n"
+        "def importing(name, *args, **kwargs):\n"
+        "    if name == 'app':\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = importing\n"
+        "main(['--help'])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 130, result
+    assert result.stderr == "error: interrupted\n"
+    assert "Traceback" not in result.stdout

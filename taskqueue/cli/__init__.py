@@ -15,8 +15,10 @@ from . import interrupts
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``taskqueue`` and ``python -m taskqueue``; always ends in SystemExit."""
     interrupts.install()
-    from .app import main as run_command
-
+    try:
+        from .app import main as run_command
+    except KeyboardInterrupt:  # Ctrl-C while the commands load: nothing started, nothing to wind down
+        interrupts.before_start()
     run_command(argv)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 from types import FrameType
+from typing import NoReturn
 
 INTERRUPTED = 130
 MESSAGE = b"error: interrupted\n"
@@ -42,6 +43,12 @@ def finished() -> None:
     """The command is done: from now on a SIGINT ends the process quietly."""
     global _finished
     _finished = True
+
+
+def before_start() -> NoReturn:
+    """Interrupted before any command began (while the modules load): the one line, status 130, no traceback."""
+    os.write(2, MESSAGE)
+    os._exit(INTERRUPTED)
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
