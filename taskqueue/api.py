@@ -40,8 +40,8 @@ Connectable: TypeAlias = "Connection | Session | AsyncConnection | AsyncSession 
 
 def _counting_lost_leases(q: QueueHandle, op: Op[None], connection: Connectable = None) -> Plan[None]:
     """One claim's state change: a single statement, so on the queue's own
-    connection it runs without BEGIN/COMMIT (one round trip, not three). A
-    wake-up it sends follows in its own statement, after the change is visible."""
+    connection it runs without BEGIN/COMMIT (one round trip, not three). The
+    statement sends its own wake-up (pg_notify, delivered at its commit)."""
     try:
         yield Run(op, connection, "autocommit")
     except LeaseLost:

@@ -66,10 +66,9 @@ def task_from_row(row: Row) -> Task:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What a complete/fail/requeue did: the new state, and whether a full pool got a free slot."""
+    """What a complete/fail/requeue did: the new state and run_at (the statement sent its own wake-up)."""
 
     state: TaskState
-    freed_full_pool: bool = False
     run_at: dt.datetime | None = None
 
 
@@ -81,7 +80,7 @@ class Beat:
 
 
 def _outcome(row: Row | None) -> Outcome | None:
-    return None if row is None else Outcome(row["state"], bool(row["freed_full_pool"]), row["run_at"])
+    return None if row is None else Outcome(row["state"], row["run_at"])
 
 
 def _pool_counts(found: Sequence[Row]) -> dict[str, int]:
