@@ -69,7 +69,10 @@ class Cell:
 #: Settings swept per library (defaults are always measured too).
 OURS_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = ((("concurrency", 32),), (("concurrency", 64),))
 #: The async lane's knob, for the ``async def`` handler.
-OURS_ASYNC_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = ((("async-concurrency", 300),), (("async-concurrency", 1000),))
+OURS_ASYNC_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
+    (("async-concurrency", 300),),
+    (("async-concurrency", 1000),),
+)
 PGQ_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("batch", 100),),
     (("batch", 500),),
