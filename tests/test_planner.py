@@ -56,6 +56,19 @@ def test_quiet_rounds_skip_the_read_until_new_work_arrives(tq: TaskQueue) -> Non
     assert plan.budget(running, 6) == 6 and plan.rounds == 5  # while it holds a reservation, every round reads
 
 
+def test_a_quiet_round_notices_a_blocked_head_without_its_notify(tq: TaskQueue) -> None:
+    # The listener's NOTIFY can come rounds late on a loaded machine: the
+    # quiet round's own head read must catch a better task that does not fit.
+    plan, clock = planner(tq, capacity=4)
+    tq.enqueue_many([{"payload": i, "queue": "q", "priority": 5, "required": 1, "estimate": 1.0} for i in range(2)])
+    running = [RunningTask(2, clock.now, 1.0, "q")]
+    assert plan.budget(running, 2) == 2 and plan.rounds == 1 and plan.reserved is None
+    assert plan.budget(running, 2) == 2 and plan.rounds == 1  # quiet: the head fits, no plan read
+    large = tq.enqueue({}, queue="q", priority=0, required=4, estimate=1.0)  # no touch(): its NOTIFY is late
+    plan.budget(running, 2)
+    assert plan.rounds == 2 and plan.reserved is not None and plan.reserved.key == large
+
+
 def test_an_overdue_reservation_makes_backfill_hold_strictly(tq: TaskQueue) -> None:
     plan, clock = planner(tq)
     large = tq.enqueue({}, queue="q", priority=0, required=8, estimate=1.0)

@@ -17,8 +17,10 @@ still fits the free capacity, the plan cannot differ from greedy until new
 work arrives; the round then claims greedily without reading the queue. A
 NOTIFY (new work, a rescue, a freed pool slot) calls :meth:`Planner.touch`,
 and a plan is read at least every ``QUIET_SECONDS`` anyway (due scheduled
-tasks send no NOTIFY). This keeps a drain as fast as greedy; a large task is
-noticed at the next round after its enqueue.
+tasks send no NOTIFY). A quiet round still reads the one task at the head of
+claim order (one index probe), so a large task enqueued at a better priority
+is noticed in the first round after its commit, whether or not its NOTIFY has
+arrived yet. This keeps a drain nearly as fast as greedy.
 """
 
 from __future__ import annotations
@@ -104,7 +106,8 @@ class Planner:
             return max(0, free)  # nothing free: no plan can start anything (the worker may still ask, to claim ahead)
         now = self.clock()
         if not self._stale and self.reserved is None and self._largest <= free and now < self._quiet_until:
-            return free  # quiet: the plan would be greedy's
+            if self._head_fits(free):
+                return free  # quiet: the plan would be greedy's
         self._stale = False
         rows = self.registry.waiting_heads(queues=self.queues, limit=self.heads, descending=self.descending)
         self.rounds += 1
@@ -122,6 +125,17 @@ class Planner:
         self._largest = max((r.required for r in rows), default=0) if quiet else self.capacity + 1
         self._quiet_until = now + QUIET_SECONDS
         return budget
+
+    def _head_fits(self, free: int) -> bool:
+        """The quiet round's one-row check: does the first task in claim order fit ``free``?
+
+        A better task that does not fit (a large one enqueued at a better
+        priority) becomes the head the moment it commits; reading the head
+        catches it in the first round after, without waiting for the
+        listener's NOTIFY, which a loaded machine can deliver rounds late.
+        """
+        rows = self.registry.waiting_heads(queues=self.queues, limit=1, descending=self.descending)
+        return not rows or rows[0].required <= free
 
     def forget(self) -> None:
         """Drop the reservation (shutdown)."""
