@@ -67,7 +67,12 @@ class Cell:
 
 
 #: Settings swept per library (defaults are always measured too).
-OURS_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = ((("concurrency", 32),), (("concurrency", 64),))
+OURS_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
+    (("concurrency", 32),),
+    (("concurrency", 64),),
+    (("claim-ahead", 500),),
+    (("concurrency", 64), ("claim-ahead", 500)),
+)
 #: The async lane's knob, for the ``async def`` handler.
 OURS_ASYNC_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("async-concurrency", 300),),

@@ -102,6 +102,15 @@ def test_worker_async_concurrency_flag() -> None:
                           "cannot reach the database")
 
 
+
+def test_worker_claim_ahead_flag() -> None:
+    app = "tests.support.worker_app:worker"
+    bad = run_cli("worker", app, "--claim-ahead", "-1", dsn="postgresql://nobody@127.0.0.1:1/none")
+    assert bad.returncode == 2 and "--claim-ahead" in bad.stderr
+    unreachable = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
+    assert_one_line_error(run_cli("worker", app, "--claim-ahead", "0", dsn=unreachable), 1,
+                          "cannot reach the database")
+
 # -- migrate and the DSN sources ---------------------------------------------
 
 

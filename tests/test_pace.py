@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from taskqueue import TaskQueue
 from taskqueue.worker.capacity import Capacity
 from taskqueue.worker.pace import MAX_AHEAD, Pace
@@ -89,3 +91,26 @@ def test_the_gap_the_threads_could_reach_counts_too() -> None:
     for i in range(50):
         slow.finished(100.0 + i * 0.0003, ran=5.0)  # long handlers: the measured gap still decides
     assert slow.ahead() == held_back.ahead()
+
+
+def test_claim_ahead_sets_the_limit_and_zero_claims_only_for_free_threads() -> None:
+    wide = Pace(10, limit=500)
+    wide.claimed(0.5)
+    for i in range(50):
+        wide.finished(100.0 + i * 0.0001)
+    assert wide.ahead() == 500  # 0.5 s / 100 µs is 5000: the given limit holds, not MAX_AHEAD
+    cap = Capacity(None, 4, on_free=lambda: None, claim_ahead=0)
+    cap.pace.claimed(0.5)
+    for i in range(50):
+        cap.pace.finished(100.0 + i * 0.0001)
+    assert cap.free() == (None, 4)  # nothing beyond the four threads
+
+
+def test_claim_ahead_is_validated_before_anything_runs() -> None:
+    from taskqueue import ValidationError, Worker
+
+    for bad in (-1, 1.5, "10", True, 100_001):
+        with pytest.raises(ValidationError, match="claim_ahead"):
+            Worker(claim_ahead=bad)  # type: ignore[arg-type]
+    assert Worker(claim_ahead=0).claim_ahead == 0
+    assert Worker().configure(claim_ahead=300).claim_ahead == 300

@@ -119,6 +119,12 @@ def worker(
         int | None,
         typer.Option("--async-concurrency", min=1, max=100_000, help="async def handlers at once (default 100)."),
     ] = None,
+    claim_ahead: Annotated[
+        int | None,
+        typer.Option("--claim-ahead", min=0, max=100_000,
+                     help="Most claims held beyond the handler threads (default 100; more drains cheap handlers "
+                          "faster, a busy worker starts urgent tasks later)."),
+    ] = None,
     lease: Annotated[float | None, typer.Option("--lease", help="Lease seconds; heartbeats renew it.")] = None,
     grace: Annotated[
         float | None, typer.Option("--grace", min=0, help="Seconds running tasks get on shutdown.")
@@ -142,7 +148,7 @@ def worker(
     the_worker = load_worker(target)
     the_worker.configure(
         queues=_queues(queues), capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy,
-        async_concurrency=async_concurrency,
+        async_concurrency=async_concurrency, claim_ahead=claim_ahead,
     )
     setup_logging(log_level, log_json)
     with open_queue(ctx, dsn, schema) as tq:

@@ -59,7 +59,13 @@ class Capacity:
     """The claims this worker holds, and what is left of its budgets. Thread-safe."""
 
     def __init__(
-        self, capacity: int | None, concurrency: int, on_free: Callable[[], None], *, async_concurrency: int = 0
+        self,
+        capacity: int | None,
+        concurrency: int,
+        on_free: Callable[[], None],
+        *,
+        async_concurrency: int = 0,
+        claim_ahead: int | None = None,
     ) -> None:
         self.capacity = capacity
         self.concurrency = concurrency
@@ -72,7 +78,7 @@ class Capacity:
         self._in_use = 0
         self._busy: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries whose handler has not returned
         self._held: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries, by kind
-        self.pace = Pace(concurrency)  # claim-ahead, for the handler threads only
+        self.pace = Pace(concurrency, claim_ahead)  # claim-ahead, for the handler threads only
         self.peak_in_use = 0
         self.peak_busy: dict[Kind, int] = {SYNC: 0, ASYNC: 0}
 

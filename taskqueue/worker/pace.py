@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import time
 
-#: At most this many claims ahead per handler thread, and in all.
+#: At most this many claims ahead per handler thread, and in all (the default of ``claim_ahead``).
+#: A cap, not a target: claims ahead wait for a thread, and a more urgent task enqueued meanwhile
+#: waits for the next claim round, whose length grows with its batch. 100 keeps a busy worker's
+#: start latency within its targets; a drain of cheap handlers goes faster with more (see
+#: docs/performance.md, Drain).
 AHEAD_PER_THREAD = 20
 MAX_AHEAD = 100
 #: Weight of the newest measurement in the moving averages.
@@ -39,9 +43,10 @@ class Pace:
     under the GIL, and a lost update only nudges an estimate.
     """
 
-    def __init__(self, concurrency: int) -> None:
+    def __init__(self, concurrency: int, limit: int | None = None) -> None:
+        """``limit``: most claims held ahead (the Worker's ``claim_ahead``); default min(MAX_AHEAD, 20 per thread)."""
         self.concurrency = concurrency
-        self.limit = min(MAX_AHEAD, AHEAD_PER_THREAD * concurrency)
+        self.limit = min(MAX_AHEAD, AHEAD_PER_THREAD * concurrency) if limit is None else limit
         self.claim_seconds: float | None = None
         self.gap_seconds: float | None = None
         self.run_seconds: float | None = None

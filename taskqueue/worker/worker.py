@@ -64,7 +64,10 @@ class Worker:
     bound); ``concurrency`` bounds the handler threads (default: ``capacity``,
     at most 100, or 32 when capacity is None). Handlers that are ``async def``
     run on one event loop instead, at most ``async_concurrency`` at a time
-    (default 100). ``queues`` defaults to the queues that have a handler.
+    (default 100). ``claim_ahead`` caps the claims held beyond the threads
+    (default 100; 0 claims only what the threads can start now): more drains
+    cheap handlers faster, at the cost of a longer wait for a task enqueued
+    while the worker is busy. ``queues`` defaults to the queues that have a handler.
     ``poll_only`` (default: the queue's own setting) never LISTENs and claims
     every ``poll_interval`` instead, for PgBouncer in transaction mode.
     """
@@ -87,9 +90,11 @@ class Worker:
         policy: str = DEFAULT_POLICY,
         async_concurrency: int | None = None,
         poll_only: bool | None = None,
+        claim_ahead: int | None = None,
     ) -> None:
         self.queues: list[str] | None = None
         self.async_concurrency: int | None = None
+        self.claim_ahead: int | None = None
         self.policy = DEFAULT_POLICY
         self.capacity: int | None = None
         self.concurrency: int | None = None
@@ -97,7 +102,7 @@ class Worker:
         self.grace = 30.0
         self.configure(
             queues=queues, capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy,
-            async_concurrency=async_concurrency,
+            async_concurrency=async_concurrency, claim_ahead=claim_ahead,
         )
         self.poll_only = None if poll_only is None else bool(poll_only)
         self.poll_interval = check_number(poll_interval, "poll_interval", minimum=0.0, maximum=3600.0, strict_min=True)
@@ -146,6 +151,7 @@ class Worker:
         grace: float | None = None,
         policy: str | None = None,
         async_concurrency: int | None = None,
+        claim_ahead: int | None = None,
     ) -> Worker:
         """Override settings (the CLI flags); None leaves a setting as it is. Before ``run`` only."""
         if queues is not None:
@@ -161,6 +167,8 @@ class Worker:
             self.concurrency = check_int(concurrency, "concurrency", minimum=1, maximum=10_000)
         if async_concurrency is not None:
             self.async_concurrency = check_int(async_concurrency, "async_concurrency", minimum=1, maximum=100_000)
+        if claim_ahead is not None:
+            self.claim_ahead = check_int(claim_ahead, "claim_ahead", minimum=0, maximum=100_000)
         if lease is not None:
             self.lease = check_lease(lease)
         if grace is not None:
@@ -279,7 +287,8 @@ class Worker:
         async_queues = [q for q in queues if q in self.handlers and is_async_handler(self.handlers[q])]
         async_slots = self.effective_async_concurrency if async_queues else 0
         poll_only = tq.poll_only if self.poll_only is None else self.poll_only
-        capacity = Capacity(self.capacity, threads, on_free=self._wake.set, async_concurrency=async_slots)
+        capacity = Capacity(self.capacity, threads, on_free=self._wake.set, async_concurrency=async_slots,
+                            claim_ahead=self.claim_ahead)
         self.capacity_state = capacity
         completer = Completer(tq, capacity, worker=name, signals=self.signals)
         executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads, signals=self.signals)
