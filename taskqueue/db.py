@@ -20,7 +20,7 @@ import psycopg
 import psycopg.errors
 import psycopg.sql
 import sqlalchemy as sa
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from sqlalchemy.engine import Connection
 
 if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist once it is loaded
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist on
 
 from .dsn import to_sqlalchemy_url
 from .errors import DatabaseError, SchemaMissing, ValidationError
+from .jsonb import use_fast_loads
 from .schema import schema_path
 from .sql import STATEMENTS
 from .store.requests import Copy, Op, Query, Request
@@ -115,6 +116,10 @@ def configure_engine(engine: sa.Engine, schema: str, *, poll_only: bool = False)
         if pending:
             raise sa.exc.DisconnectionError("the server sent data to an idle connection (session ended?)")
 
+    @sa.event.listens_for(engine, "connect")
+    def _fast_json(dbapi_connection: Any, _record: Any) -> None:
+        use_fast_loads(dbapi_connection)
+
     if poll_only:
 
         @sa.event.listens_for(engine, "begin")
@@ -198,6 +203,8 @@ def _perform(conn: Connection, request: Request) -> Any:
         fetch = request.fetch
         if fetch == "rows":
             return list(result.mappings())
+        if fetch == "tuples":
+            return [tuple(r) for r in result]
         if fetch == "first":
             return result.mappings().first()
         if fetch == "scalar":
@@ -230,6 +237,10 @@ def _perform_on_driver(conn: Connection, sql: str, request: Query) -> Any:
         with driver.cursor(row_factory=dict_row) as cur:
             cur.execute(sql, request.params, prepare=prepare)
             return cur.fetchall() if fetch == "rows" else cur.fetchone()
+    if fetch == "tuples":
+        with driver.cursor(row_factory=tuple_row) as cur:
+            cur.execute(sql, request.params, prepare=prepare)
+            return cur.fetchall()
     cursor = driver.execute(sql, request.params, prepare=prepare)
     if fetch == "scalar":
         row = cursor.fetchone()

@@ -7,7 +7,7 @@ import threading
 import psycopg
 import pytest
 
-from taskqueue import TaskQueue
+from taskqueue import Task, TaskQueue
 from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
@@ -63,6 +63,21 @@ def test_claim_sets_lease_fields(tq: TaskQueue) -> None:
     assert 29.9 <= span <= 30.1
     stored = tq.get(tid)
     assert stored is not None and stored.state == "running" and stored.worker == "w-1"
+
+
+def test_a_claimed_task_reads_every_field_as_get_does(tq: TaskQueue) -> None:
+    # The claim's rows become Task(*row): a column out of order would put a
+    # value in the wrong field, which this comparison with get() would show.
+    tid = tq.enqueue({"k": [1, 2]}, queue="q", priority=-3, required=2, pool="p", max_attempts=5,
+                     dedupe_key="d", estimate=1.5)
+    task = tq.claim(worker="w-2", lease=40)
+    stored = tq.get(tid)
+    assert task is not None and stored is not None
+    assert isinstance(task.lease_token, str) and len(task.lease_token) == 36
+    assert (task.estimate, task.lease_seconds, task.dedupe_key, task.pool) == (1.5, 40.0, "d", "p")
+    for name in Task.__dataclass_fields__:
+        if name != "lease_token":  # get() is not a claim: it carries no handle
+            assert getattr(task, name) == getattr(stored, name), name
 
 
 def test_fit_takes_oldest_task_that_fits_within_priority(tq: TaskQueue) -> None:

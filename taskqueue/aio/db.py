@@ -19,7 +19,7 @@ import psycopg
 import psycopg.errors
 import sqlalchemy as sa
 from psycopg import AsyncConnection, IsolationLevel
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
 from ..db import (
@@ -34,6 +34,7 @@ from ..db import (
     prepare_flag,
 )
 from ..errors import ValidationError
+from ..jsonb import use_fast_loads
 from ..schema import schema_path
 from ..sql import STATEMENTS
 from ..store.requests import Copy, Op, Query, Request
@@ -53,10 +54,10 @@ async def _perform(conn: AsyncConn, request: Request) -> Any:
         raise TypeError(f"not a store request: {request!r}")
     # The hot statements are prepared at once, the others after psycopg's threshold (never behind PgBouncer).
     prepared = prepare_flag(conn) if request.name in DRIVER_STATEMENTS else None
-    async with conn.cursor(row_factory=dict_row) as cur:
+    fetch = request.fetch
+    async with conn.cursor(row_factory=tuple_row if fetch == "tuples" else dict_row) as cur:
         await cur.execute(PYFORMAT[request.name], request.params, prepare=prepared)
-        fetch = request.fetch
-        if fetch == "rows":
+        if fetch == "rows" or fetch == "tuples":
             return await cur.fetchall()
         if fetch == "first":
             return await cur.fetchone()
@@ -94,12 +95,14 @@ class AsyncDatabase:
         kwargs: dict[str, Any] = {"autocommit": True, **connect_args(poll_only)}
         self.pool = AsyncConnectionPool(
             dsn, min_size=1, max_size=pool_size + max_overflow, kwargs=kwargs,
-            configure=None if poll_only else self._configure, check=self._check, open=False, name=f"taskqueue:{schema}",
+            configure=self._configure, check=self._check, open=False, name=f"taskqueue:{schema}",
         )
         self._opened = False
 
     async def _configure(self, conn: AsyncConn) -> None:
-        await conn.execute(PYFORMAT["set_search_path"], {"path": schema_path(self.schema)})
+        use_fast_loads(conn)
+        if not self.poll_only:  # behind PgBouncer the search_path is set per transaction instead
+            await conn.execute(PYFORMAT["set_search_path"], {"path": schema_path(self.schema)})
 
     @staticmethod
     async def _check(conn: AsyncConn) -> None:

@@ -21,9 +21,10 @@ from ..sql import STATEMENTS
 T = TypeVar("T")
 
 #: How a query's result comes back to the operation:
-#: rows -> list of mappings; first -> a mapping or None; scalar -> first column
-#: of the first row or None; rowcount -> rows affected; none -> None.
-Fetch = Literal["rows", "first", "scalar", "rowcount", "none"]
+#: rows -> list of mappings; tuples -> list of tuples in the statement's column
+#: order (the claim: no dict per row); first -> a mapping or None; scalar ->
+#: first column of the first row or None; rowcount -> rows affected; none -> None.
+Fetch = Literal["rows", "tuples", "first", "scalar", "rowcount", "none"]
 
 Row = Mapping[str, Any]
 
@@ -62,6 +63,12 @@ Op = Generator[Request, Any, T]
 def rows(statement: str, /, **params: Any) -> Op[list[Row]]:
     """The rows of one statement (``yield from rows(...)`` inside an operation)."""
     result: list[Row] = yield Query(statement, params, "rows")
+    return result
+
+
+def tuples(statement: str, /, **params: Any) -> Op[list[tuple[Any, ...]]]:
+    """The rows of one statement as tuples, in its column order."""
+    result: list[tuple[Any, ...]] = yield Query(statement, params, "tuples")
     return result
 
 

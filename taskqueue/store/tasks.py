@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..task import Task, TaskState
 from .pools import release_pools
-from .requests import Op, Row, first, rowcount, rows
+from .requests import Op, Row, first, rowcount, rows, tuples
 
 _UUID_LIST = re.compile(r"[0-9a-fA-F-]+(,[0-9a-fA-F-]+)*")
 
@@ -103,8 +103,8 @@ def claim(
 ) -> Op[list[Task]]:
     """The claim function; with ``peek`` it only answers what it would claim (read-only, no locks)."""
     params = {"available": available, "limit": limit, "queues": queues, "worker": worker, "lease": lease}
-    found = yield from rows("claim_tasks", descending=descending, peek=peek, **params)
-    return [task_from_row(r) for r in found]
+    found = yield from tuples("claim_tasks", descending=descending, peek=peek, **params)
+    return [Task(*r) for r in found]  # the statement's columns are Task's fields, in order
 
 
 def heartbeat(task_id: int, token: str, lease: float | None) -> Op[Beat | None]:
