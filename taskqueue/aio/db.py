@@ -55,9 +55,13 @@ async def _perform(conn: AsyncConn, request: Request) -> Any:
     # The hot statements are prepared at once, the others after psycopg's threshold (never behind PgBouncer).
     prepared = prepare_flag(conn) if request.name in DRIVER_STATEMENTS else None
     fetch = request.fetch
-    async with conn.cursor(row_factory=tuple_row if fetch == "tuples" else dict_row) as cur:
+    if fetch == "tuples":
+        async with conn.cursor(row_factory=tuple_row) as tuples:
+            await tuples.execute(PYFORMAT[request.name], request.params, prepare=prepared)
+            return await tuples.fetchall()
+    async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(PYFORMAT[request.name], request.params, prepare=prepared)
-        if fetch == "rows" or fetch == "tuples":
+        if fetch == "rows":
             return await cur.fetchall()
         if fetch == "first":
             return await cur.fetchone()

@@ -105,9 +105,9 @@ class Planner:
         if self.policy == "greedy" or free <= 0:
             return max(0, free)  # nothing free: no plan can start anything (the worker may still ask, to claim ahead)
         now = self.clock()
-        if not self._stale and self.reserved is None and self._largest <= free and now < self._quiet_until:
-            if self._head_fits(free):
-                return free  # quiet: the plan would be greedy's
+        quiet = not self._stale and self.reserved is None and self._largest <= free and now < self._quiet_until
+        if quiet and self._head_fits(free):
+            return free  # quiet: the plan would be greedy's
         self._stale = False
         rows = self.registry.waiting_heads(queues=self.queues, limit=self.heads, descending=self.descending)
         self.rounds += 1
