@@ -300,7 +300,13 @@ class Worker:
         planner = None
         if self.capacity is not None and self.policy != "greedy":
             planner = Planner(registry, policy=self.policy, capacity=self.capacity, queues=queues)
-        on_notify = self._wake.set if planner is None else planner.waking(self._wake)
+        wake = self._wake.set if planner is None else planner.waking(self._wake)
+        notified = threading.Event()
+
+        def on_notify() -> None:
+            notified.set()
+            wake()
+
         listener = None
         listening = threading.Event()
         if poll_only:  # PgBouncer in transaction mode: LISTEN cannot work, claims poll
@@ -323,6 +329,7 @@ class Worker:
             halt=self._stopping,
             signals=self.signals,
             async_queues=async_queues,
+            notified=notified,
         )
         heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name, registry=registry, signals=self.signals,
                               cancel=None if async_handlers is None else async_handlers.cancel)
