@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from .db import lock_transient
+from .dberrors import lock_transient
 from .plan import Plan, Run, retrying
 from .store.invariants import RepairRows, Snapshot, read_checks
 from .store.invariants import repair as repair_op

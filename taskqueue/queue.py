@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist on
 
 from . import api
 from . import migrate as _migrate
-from .db import Database, Mode, translated
+from .db import Database, Mode
+from .dberrors import translated
 from .errors import TaskQueueError
 from .handle import QueueSettings
 from .operations import DEFAULT_LEASE, default_worker_name

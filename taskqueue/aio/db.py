@@ -28,11 +28,10 @@ from ..db import (
     Mode,
     _has_pending_input,
     connect_args,
-    database_error,
-    driver_error,
     held_as,
     prepare_flag,
 )
+from ..dberrors import database_error, driver_error
 from ..errors import ValidationError
 from ..jsonb import use_fast_loads
 from ..schema import schema_path

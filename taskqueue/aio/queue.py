@@ -7,7 +7,8 @@ from typing import Any, TypeVar
 
 from .. import api
 from .. import migrate as _migrate
-from ..db import Mode, create_engine, translated
+from ..db import Mode, create_engine
+from ..dberrors import translated
 from ..handle import QueueSettings
 from ..plan import Plan, Run, advance, awaiting, first_step
 from ..schema import SCHEMA_DEFAULT

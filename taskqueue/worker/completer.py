@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..db import transient
+from ..dberrors import transient
 from ..errors import LeaseLost
 from ..queue import TaskQueue
 from ..retry import backoff_seconds, with_retries
