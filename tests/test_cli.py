@@ -92,24 +92,15 @@ def test_worker_target_that_is_not_a_worker(dsn: str) -> None:
     assert_one_line_error(run_cli("worker", "nocolon", dsn=dsn), 2, "MODULE:ATTR")
 
 
-def test_worker_async_concurrency_flag() -> None:
+@pytest.mark.parametrize("flag", ["--async-concurrency", "--claim-ahead"])
+def test_worker_budget_flags(flag: str) -> None:
     app = "tests.support.worker_app:worker"
-    bad = run_cli("worker", app, "--async-concurrency", "0", dsn="postgresql://nobody@127.0.0.1:1/none")
-    assert bad.returncode == 2 and "--async-concurrency" in bad.stderr
+    bad = run_cli("worker", app, flag, "-1", dsn="postgresql://nobody@127.0.0.1:1/none")
+    assert bad.returncode == 2 and flag in bad.stderr
     # Accepted and applied before the database is asked for (so it reaches the connection error).
     unreachable = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
-    assert_one_line_error(run_cli("worker", app, "--async-concurrency", "7", dsn=unreachable), 1,
-                          "cannot reach the database")
+    assert_one_line_error(run_cli("worker", app, flag, "7", dsn=unreachable), 1, "cannot reach the database")
 
-
-
-def test_worker_claim_ahead_flag() -> None:
-    app = "tests.support.worker_app:worker"
-    bad = run_cli("worker", app, "--claim-ahead", "-1", dsn="postgresql://nobody@127.0.0.1:1/none")
-    assert bad.returncode == 2 and "--claim-ahead" in bad.stderr
-    unreachable = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
-    assert_one_line_error(run_cli("worker", app, "--claim-ahead", "0", dsn=unreachable), 1,
-                          "cannot reach the database")
 
 # -- migrate and the DSN sources ---------------------------------------------
 
