@@ -5,11 +5,12 @@
 -- name: _task_rows
 -- Tasks as a read reports them. A scheduled task whose run_at has passed is
 -- reported as queued: it is claimable, and the next claim will promote it.
--- A read carries no claim, so no lease token.
+-- A read carries no claim, so no lease token. The columns are Task's fields
+-- in their order, as in claim_tasks: rows become Task(*row).
 SELECT id, queue, payload, priority, required, pool,
        CASE WHEN state = 'scheduled' AND run_at <= now() THEN 'queued' ELSE state END AS state,
        attempts, max_attempts, run_at, created_at, worker, lease_expires_at, result, error,
-       dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, NULL::uuid AS lease_token, estimate
+       dedupe_key, started_at, finished_at, cancel_requested, lease_seconds, estimate, NULL::text AS lease_token
   FROM tasks
 
 -- name: get_task

@@ -12,6 +12,7 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..task import Task, TaskState
 from .pools import release_pools
@@ -36,32 +37,9 @@ def uuid_array(values: Sequence[str]) -> str:
     return "{" + text + "}"
 
 
-def task_from_row(row: Row) -> Task:
-    token = row["lease_token"]
-    return Task(
-        id=row["id"],
-        queue=row["queue"],
-        payload=row["payload"],
-        priority=row["priority"],
-        required=row["required"],
-        pool=row["pool"],
-        state=row["state"],
-        attempts=row["attempts"],
-        max_attempts=row["max_attempts"],
-        run_at=row["run_at"],
-        created_at=row["created_at"],
-        worker=row["worker"],
-        lease_expires_at=row["lease_expires_at"],
-        result=row["result"],
-        error=row["error"],
-        dedupe_key=row["dedupe_key"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
-        cancel_requested=row["cancel_requested"],
-        lease_seconds=row["lease_seconds"],
-        estimate=row.get("estimate"),
-        lease_token=None if token is None else str(token),
-    )
+def tasks_of(found: Sequence[tuple[Any, ...]]) -> list[Task]:
+    """Rows of claim_tasks or _task_rows, whose columns are Task's fields in their order."""
+    return [Task(*r) for r in found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +82,7 @@ def claim(
     """The claim function; with ``peek`` it only answers what it would claim (read-only, no locks)."""
     params = {"available": available, "limit": limit, "queues": queues, "worker": worker, "lease": lease}
     found = yield from tuples("claim_tasks", descending=descending, peek=peek, **params)
-    return [Task(*r) for r in found]  # the statement's columns are Task's fields, in order
+    return tasks_of(found)
 
 
 def heartbeat(task_id: int, token: str, lease: float | None) -> Op[Beat | None]:
@@ -176,13 +154,13 @@ def retry(task_id: int) -> Op[str | None]:
 
 
 def get(task_id: int) -> Op[Task | None]:
-    row = yield from first("get_task", id=task_id)
-    return None if row is None else task_from_row(row)
+    found = yield from tuples("get_task", id=task_id)
+    return tasks_of(found)[0] if found else None
 
 
 def list_tasks(*, state: TaskState | None, queue: str | None, limit: int) -> Op[list[Task]]:
-    found = yield from rows("list_tasks", state=state, queue=queue, limit=limit)
-    return [task_from_row(r) for r in found]
+    found = yield from tuples("list_tasks", state=state, queue=queue, limit=limit)
+    return tasks_of(found)
 
 
 def find(
@@ -197,11 +175,11 @@ def find(
     limit: int,
 ) -> Op[list[Task]]:
     """Tasks matching every filter given (None: any), oldest first; a payload matches by containment."""
-    found = yield from rows(
+    found = yield from tuples(
         "find_tasks", states=states, queue=queue, payload=payload_json, priority=priority, required=required,
         pool=pool, dedupe_key=dedupe_key, limit=limit,
     )
-    return [task_from_row(r) for r in found]
+    return tasks_of(found)
 
 
 def make_scheduled_due(queues: list[str] | None) -> Op[int]:
