@@ -13,7 +13,7 @@ import contextlib
 import re
 import select
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 import psycopg
@@ -196,39 +196,40 @@ def listen(pg_conn: psycopg.Connection[Any], channel: str) -> None:
 
 # -- performing requests ------------------------------------------------------
 def _perform(conn: Connection, request: Request) -> Any:
-    if isinstance(request, Query):
-        driver_sql = DRIVER.get(request.name)
-        if driver_sql is not None:
-            driver = conn.connection.driver_connection
-            assert driver is not None
-            return _perform_on_driver(driver, driver_sql, request, prepare_flag(driver))
-        result = conn.execute(_TEXT[request.name], dict(request.params))
-        fetch = request.fetch
-        if fetch == "rows":
-            return list(result.mappings())
-        if fetch == "tuples":
-            return [tuple(r) for r in result]
-        if fetch == "first":
-            return result.mappings().first()
-        if fetch == "scalar":
-            return result.scalar()
-        if fetch == "rowcount":
-            return result.rowcount
-        result.close()
-        return None
-    if isinstance(request, Copy):
+    if isinstance(request, Copy) or (isinstance(request, Query) and request.name in DRIVER):
         driver = conn.connection.driver_connection
         assert driver is not None
-        _copy_on_driver(driver, request)
+        return _perform_raw(driver, request)
+    if not isinstance(request, Query):
+        raise TypeError(f"not a store request: {request!r}")
+    result = conn.execute(_TEXT[request.name], dict(request.params))
+    fetch = request.fetch
+    if fetch == "rows":
+        return list(result.mappings())
+    if fetch == "tuples":
+        return [tuple(r) for r in result]
+    if fetch == "first":
+        return result.mappings().first()
+    if fetch == "scalar":
+        return result.scalar()
+    if fetch == "rowcount":
+        return result.rowcount
+    result.close()
+    return None
+
+
+def _perform_raw(driver: psycopg.Connection[Any], request: Request) -> Any:
+    """One request on psycopg's connection itself: every statement in its pyformat text, the hot ones prepared."""
+    if isinstance(request, Query):
+        prepare = prepare_flag(driver) if request.name in DRIVER else None
+        return _perform_on_driver(driver, PYFORMAT[request.name], request, prepare)
+    if isinstance(request, Copy):
+        with driver.cursor() as cursor, cursor.copy(STATEMENTS[request.name]) as copy:
+            write = copy.write_row
+            for row in request.rows:
+                write(row)
         return None
     raise TypeError(f"not a store request: {request!r}")
-
-
-def _copy_on_driver(driver: psycopg.Connection[Any], request: Copy) -> None:
-    with driver.cursor() as cursor, cursor.copy(STATEMENTS[request.name]) as copy:
-        write = copy.write_row
-        for row in request.rows:
-            write(row)
 
 
 def prepare_flag(driver: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool | None:
@@ -262,26 +263,12 @@ def drive(conn: Connection, op: Op[T], request: Request | None = None) -> T:
             request = next(op)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-    while True:
-        result = _perform(conn, request)
-        try:
-            request = op.send(result)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+    return _drive(lambda r: _perform(conn, r), op, request)
 
 
-def drive_driver(driver: psycopg.Connection[Any], op: Op[T], request: Request) -> T:
-    """``drive`` on psycopg's connection itself: every statement in its pyformat text, the hot ones prepared."""
+def _drive(perform: Callable[[Request], Any], op: Op[T], request: Request) -> T:
     while True:
-        if isinstance(request, Query):
-            hot = request.name in DRIVER
-            prepare = prepare_flag(driver) if hot else None
-            result = _perform_on_driver(driver, PYFORMAT[request.name], request, prepare)
-        elif isinstance(request, Copy):
-            _copy_on_driver(driver, request)
-            result = None
-        else:
-            raise TypeError(f"not a store request: {request!r}")
+        result = perform(request)
         try:
             request = op.send(result)
         except StopIteration as stop:
@@ -338,7 +325,7 @@ class Database:
             driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]
             driver.autocommit = True
             try:
-                return drive_driver(driver, op, request)
+                return _drive(lambda r: _perform_raw(driver, r), op, request)
             finally:
                 if not driver.closed and not driver.broken:
                     driver.autocommit = False

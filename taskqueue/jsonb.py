@@ -24,7 +24,12 @@ _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
-    raw = data.encode() if isinstance(data, str) else bytes(data) if not isinstance(data, bytes) else data
+    if isinstance(data, str):
+        raw = data.encode()
+    elif isinstance(data, bytes):
+        raw = data
+    else:
+        raw = bytes(data)
     if _LONG_DIGITS.search(raw) is None:
         try:
             return orjson.loads(raw)
