@@ -65,13 +65,32 @@ class TaskRow(Base):
             "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
         ),
         CheckConstraint("estimate IS NULL OR (estimate >= 0 AND estimate < 'Infinity')", name="estimate_finite"),
-        # The claim indexes (see claim_tasks.v5.sql). Parked tasks (queued in
+        # The claim indexes (see claim_tasks.v6.sql). Parked tasks (queued in
         # a full pool) are left out until the pool has room.
         # Claim order, for the window at the head.
         Index("ix_tasks_claim", "queue", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
-        # Each required bucket's best task in one probe.
+        # The fit levels, coarse to fine (see fit_candidate.v3.sql): each whole
+        # bucket's best task in one probe. One per doubling (migration 0009):
+        Index(
+            "ix_tasks_fit_class",
+            "queue",
+            text("required_class(required)"),
+            "priority",
+            "id",
+            postgresql_where=text(CLAIMABLE_SQL),
+        ),
+        # Four per doubling, stored in tasks.bucket:
         Index("ix_tasks_fit", "queue", "bucket", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
-        # Each fine bucket of the boundary bucket in one probe (migration 0007).
+        # 32 per doubling (migration 0009):
+        Index(
+            "ix_tasks_fit_mid",
+            "queue",
+            text("required_mid(required)"),
+            "priority",
+            "id",
+            postgresql_where=text(CLAIMABLE_SQL),
+        ),
+        # 256 per doubling (migration 0007):
         Index(
             "ix_tasks_fit_fine",
             "queue",
