@@ -35,6 +35,11 @@
 -- seq-scanned the whole table to start each claimed batch (id = ANY (...)),
 -- until autovacuum's ANALYZE happened to invalidate it.
 --
+-- JIT is off for the call (version 6), and so for fit_candidate under it:
+-- these statements run in well under a millisecond, and their estimates
+-- (generate_series counted at 1,000 rows) could cross jit_above_cost, which
+-- compiles the statement again on every call (40 ms).
+--
 -- Candidates are found without locks and then taken one at a time by
 -- take_task (FOR UPDATE SKIP LOCKED, then the pool slot), so a claim holds
 -- locks only on what it takes.
@@ -62,6 +67,7 @@ LANGUAGE plpgsql
 SET search_path FROM CURRENT
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
+SET jit = off
 AS $fn$
 DECLARE
     c_window CONSTANT integer := 64;
