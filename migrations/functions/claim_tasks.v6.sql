@@ -11,15 +11,16 @@
 -- Cost per task taken is bounded whatever the mix of priorities and sizes:
 -- 1. A window: the next rows in claim order (ix_tasks_claim, (queue,
 --    priority, id)), read lazily, at most c_scan (one queue) or c_window per
---    queue (several). When fitting tasks are dense at the head, as the naive
---    query likes them, or a few hundred rows in, the answer is found here
---    just as the naive query finds it.
--- 2. Otherwise fit_candidate: one probe per required bucket below the one
---    that holds what is left (ix_tasks_fit), and a bounded look at the
---    boundary bucket. No loop over distinct priorities or required values.
---    When what is left is below 16, the buckets are exact and every one that
---    fits is whole: at most 16 probes, cheaper than the window's 256 rows, so
---    such a claim asks the buckets only (version 4).
+--    queue (several), 64 rows either way (version 6; 256 before, which cost
+--    more than it saved once the buckets got cheap). When fitting tasks are
+--    dense at the head, as the naive query likes them, the answer is found
+--    here just as the naive query finds it.
+-- 2. Otherwise fit_candidate: one probe per whole bucket of four nested
+--    levels (fit_candidate v3), and a bounded look at the fine bucket that
+--    holds what is left + 1. No loop over distinct priorities or required
+--    values. When what is left is below 16, the levels are exact and every
+--    bucket that fits is whole: at most 11 probes, so such a claim asks the
+--    buckets only (version 4).
 -- 0. With no available amount (NULL: every task fits), one queue, ascending,
 --    the next rows in claim order are locked in one statement (its LIMIT
 --    counts only rows it could lock), not taken one take_task at a time;
