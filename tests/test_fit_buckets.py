@@ -11,11 +11,14 @@ above, or fit_candidate's whole ranges would miss or repeat amounts.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from itertools import pairwise
 
 import psycopg
 
 EXACT_BUCKET, EXACT_MID, EXACT_FINE = 16, 64, 512
 TOP = 2**31  # one past the largest amount
+Level = Callable[[int], int]
 
 
 def klass(r: int) -> int:
@@ -85,22 +88,17 @@ def test_buckets_match_the_rule(dsn: str) -> None:
     assert (klass(TOP - 1), bucket(TOP - 1), mid(TOP - 1), fine(TOP - 1)) == (31, 123, 863, 6143)
 
 
-def test_fine_buckets_nest_in_buckets() -> None:
-    for f in range(6144):
-        lo = fine_floor(f)
-        assert fine(lo) == f and (lo == 0 or fine(lo - 1) == f - 1), f
-        nxt = fine_floor(f + 1) if f < 6143 else 2**31
-        assert bucket(lo) == bucket(nxt - 1), f  # a fine bucket never straddles two buckets
-
-
-def _check_level(level: object, floor: object, top: int, coarser: object) -> None:
+def _check_level(level: Level, floor: Level, top: int, coarser: Level) -> None:
     """Each bucket of ``level`` starts at ``floor`` and lies in one bucket of ``coarser``."""
-    assert callable(level) and callable(floor) and callable(coarser)
     for n in range(top + 1):
         lo = floor(n)
         assert level(lo) == n and (lo == 0 or level(lo - 1) == n - 1), n
         nxt = floor(n + 1) if n < top else TOP
         assert coarser(lo) == coarser(nxt - 1), n  # never straddles a coarser bucket
+
+
+def test_fine_buckets_nest_in_buckets() -> None:
+    _check_level(fine, fine_floor, 6143, bucket)
 
 
 def test_every_level_nests_in_the_one_above() -> None:
@@ -125,7 +123,7 @@ def test_whole_ranges_and_the_boundary_cover_every_fitting_amount_once() -> None
                   (fine_floor(fine(mid_floor(mx))), fine_floor(fx)),
                   (fine_floor(fx), x)]
         assert ranges[0][0] == 0 and ranges[-1][1] == x, available
-        for (_, hi), (lo, _) in zip(ranges, ranges[1:]):
+        for (_, hi), (lo, _) in pairwise(ranges):
             assert hi == lo, (available, ranges)  # contiguous: nothing missed, nothing twice
         assert cx <= 32 and bx - bucket(class_floor(cx)) <= (3 if x >= EXACT_BUCKET else 7), available
         assert mx - mid(bucket_floor(bx)) <= 7 and fx - fine(mid_floor(mx)) <= 7, available
