@@ -255,3 +255,48 @@ def test_bulk_claim_matches_the_reference(tq: TaskQueue, dsn: str, seed: int) ->
         while held and rng.random() < 0.7:
             tq.complete(held.pop())
     assert tq.check().ok
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_single_claim_at_the_head_matches_the_reference(tq: TaskQueue, dsn: str, seed: int) -> None:
+    """One task from one queue: claim_tasks v7 takes a fitting row among the
+    first 8 in one statement. Heads of every mix: rows that fit or not, pooled
+    rows that fit before an unpooled one (in full and open pools), rows locked
+    elsewhere, and due scheduled tasks of a better priority."""
+    rng = random.Random(300 + seed)
+    tq.enqueue_many([
+        {"payload": {}, "queue": "a", "priority": rng.randint(0, 2), "required": rng.choice((16, 40, 100, 5000)),
+         "pool": rng.choice((None, None, None, "p0", "p1"))}
+        for _ in range(600)
+    ])
+    tq.set_pool_limit("p0", 0)
+    tq.set_pool_limit("p1", 2)
+    held = []
+    for step in range(60):
+        if step % 15 == 7:  # a due scheduled task that beats the whole head
+            with psycopg.connect(dsn) as conn:
+                conn.execute(
+                    "INSERT INTO taskqueue.tasks (queue, payload, priority, required, state, max_attempts, run_at) "
+                    "VALUES ('a', '{}', -1, 16, 'scheduled', 1, now() - interval '1 second')"
+                )
+        rows, pools = snapshot(dsn)
+        with psycopg.connect(dsn) as conn:  # due: the claim promotes it first
+            rows += [Row(*r) for r in conn.execute(
+                "SELECT id, queue, priority, required, pool FROM taskqueue.tasks "
+                "WHERE state = 'scheduled' AND run_at <= now()"
+            ).fetchall()]
+        head = sorted(rows, key=lambda r: (r.priority, r.id))[:8]
+        locked = {r.id for r in head if rng.random() < 0.3}
+        available = rng.choice((16, 50, 200, 6000))
+        queues = rng.choice((None, ["a"]))
+        expected = reference(rows, pools, available, 1, queues, "min", locked)
+        with psycopg.connect(dsn) as other:
+            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
+            got = tq.claim(available=available, queues=queues)
+        assert ([got.id] if got else []) == expected, f"step {step}: available={available} locked={sorted(locked)}"
+        if got is not None:
+            held.append(got)
+        rng.shuffle(held)
+        while held and rng.random() < 0.5:
+            tq.complete(held.pop())
+    assert tq.check().ok
