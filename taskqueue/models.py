@@ -65,10 +65,12 @@ class TaskRow(Base):
             "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
         ),
         CheckConstraint("estimate IS NULL OR (estimate >= 0 AND estimate < 'Infinity')", name="estimate_finite"),
-        # The claim indexes (see claim_tasks.v7.sql). Parked tasks (queued in
+        # The claim indexes (see claim_tasks.v8.sql). Parked tasks (queued in
         # a full pool) are left out until the pool has room.
         # Claim order, for the window at the head.
         Index("ix_tasks_claim", "queue", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
+        # The same order over every queue, for a claim given no queue list (migration 0011).
+        Index("ix_tasks_claim_any", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
         # The fit levels, coarse to fine (see fit_candidate.v3.sql): each whole
         # bucket's best task in one probe. One per doubling (migration 0009):
         Index(

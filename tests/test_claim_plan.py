@@ -188,6 +188,37 @@ def test_a_session_that_began_on_an_empty_table_never_seq_scans(dsn: str) -> Non
             assert scans == (0,), f"available={available}: the claim seq-scanned tasks"
 
 
+@pytest.mark.parametrize("available,limit", [(100, 1), (100, 20), (None, 1), (None, 20)])
+def test_a_claim_over_every_queue_reads_one_head(dsn: str, available: int | None, limit: int) -> None:
+    """With no queue list, the head of claim order is read over every queue at
+    once (ix_tasks_claim_any, claim_tasks v8), so a dense head costs the same
+    whatever the number of queues. v7 first listed every queue (a probe each)
+    and read a window from each: 2,000 queues made a claim 0.01x the naive query."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT 'q' || (g % 2000), '{}'::jsonb, (g * 31) % 10, 1 + g % 4, 'queued', 3 "
+            "FROM generate_series(1, 10000) g"
+        )
+        conn.commit()
+        with psycopg.connect(dsn, autocommit=True) as vac:
+            vac.execute("VACUUM ANALYZE taskqueue.tasks")
+        expected = [r[0] for r in conn.execute(
+            "SELECT id FROM tasks WHERE state = 'queued' ORDER BY priority, id LIMIT %s", (limit,)).fetchall()]
+        sql = "SELECT * FROM claim_tasks(%s, %s, NULL, 'w', 60, false)" % (
+            "NULL" if available is None else available, limit)
+        explain(conn, sql)  # warm the plan cache (twice: the first call after ANALYZE plans again)
+        explain(conn, sql)
+        buffers, plan = explain(conn, sql)
+        got = [r[0] for r in conn.execute(sql.replace("*", "id")).fetchall()]
+        conn.rollback()
+    assert got == expected
+    assert plan["Actual Rows"] == limit
+    # A loose scan alone over 2,000 queues touches several thousand buffers.
+    assert buffers < 40 + 15 * limit, f"{buffers} buffers for a claim of {limit} over 2,000 queues"
+
+
 def test_the_claim_functions_never_jit_compile(backlog: psycopg.Connection) -> None:
     """Their probe statements count each generate_series at 1,000 rows, so
     the estimate of fit_candidate's descending probes crossed jit_above_cost:
