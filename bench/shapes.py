@@ -1,9 +1,10 @@
 """The fit claim on adversarial shapes of data, against the naive query (issue #9).
 
-Every shape is a backlog of N queued tasks in one queue, built to hurt some
-design: many distinct sizes (MB), many distinct priorities (deadlines), both,
-sizes that fall or rise with id, tasks sized just above what is available, a
-few huge levels, pools of which half are full, and ``order="max"``.
+Every shape is a backlog of N queued tasks, built to hurt some design: many
+distinct sizes (MB), many distinct priorities (deadlines), both, sizes that
+fall or rise with id, tasks sized just above what is available, a few huge
+levels, pools of which half are full, ``order="max"``, and 1,000 queues
+claimed from all at once (the others use one queue).
 
 Each shape is measured side by side in one run:
 - **naive**: bare SQL through psycopg (``WHERE state = 'queued' AND required
@@ -47,6 +48,7 @@ class Shape:
     order: str = "min"
     pools: bool = False
     hard: bool = False  # the naive query must walk past most rows: target 100x
+    queues: int = 1  # tasks spread over this many queues; both sides claim from every queue
 
 
 MB = "1 + ((g * 7919) %% 1000000)"
@@ -79,11 +81,15 @@ SHAPES = [
     Shape("mb_half_pools", "mb_half, each task in one of 200 pools, half of them full", "0", MB, 500_000, pools=True),
     Shape("deadlines_pools", "deadlines, 200 pools, half of them full",
           "g", "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, pools=True, hard=True),
+    Shape("queues_dense", "1,000 queues; priorities 0..9; required 1..100; every task fits",
+          "(g * 31) %% 10", "1 + (g * 7919) %% 100", 100, queues=1000),
+    Shape("queues_half", "1,000 queues; priorities 0..9; required 1..100; half fit",
+          "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, queues=1000),
 ]
 
 SEED = """
 INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
-SELECT 'default', '{{}}'::jsonb, {priority}, {required},
+SELECT CASE WHEN {queues} = 1 THEN 'default' ELSE 'q' || (g * 17) %% {queues} END, '{{}}'::jsonb, {priority}, {required},
        CASE WHEN %(pools)s THEN 'p' || (g * 13) %% {npools} END, 'queued', 3
   FROM generate_series(1::bigint, %(n)s) g, (SELECT %(n)s::bigint AS n) c
 """
@@ -111,7 +117,7 @@ UPDATE tasks SET state = 'done', finished_at = now(), lease_token = NULL, lease_
 
 def seed(dsn: str, schema: str, shape: Shape, rows: int) -> None:
     common.fresh_queue(dsn, schema).close()
-    sql = SEED.format(priority=shape.priority, required=shape.required, npools=POOLS)
+    sql = SEED.format(priority=shape.priority, required=shape.required, npools=POOLS, queues=shape.queues)
     statements: list[str | tuple[str, Any]] = [(sql, {"n": rows, "pools": shape.pools})]
     if shape.pools:
         statements.append(("INSERT INTO pools (name, running_limit) SELECT 'p' || g, CASE WHEN g %% 2 = 0 THEN 0 END "

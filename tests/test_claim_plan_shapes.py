@@ -2,7 +2,8 @@
 
 The shapes are the benchmark's own (bench/shapes.py): many distinct sizes,
 many distinct priorities, both, sizes rising or falling with id, tasks just
-above what is available, a few huge levels, half-full pools, order="max".
+above what is available, a few huge levels, half-full pools, order="max",
+1,000 queues claimed from all at once.
 For each, one claim and one claim of 100 run under EXPLAIN (ANALYZE,
 BUFFERS) at both backlog sizes; a function scan's buffers include every
 statement of the function body (tests/test_claim_plan.py checks that). The
@@ -37,7 +38,7 @@ SETTLE = 400  # rows per claim + done loop before the steady-state claim is meas
 def seed(dsn: str, shape: Shape, rows: int) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SET search_path TO taskqueue")
-        sql = SEED.format(priority=shape.priority, required=shape.required, npools=POOLS)
+        sql = SEED.format(priority=shape.priority, required=shape.required, npools=POOLS, queues=shape.queues)
         conn.execute(sql, {"n": rows, "pools": shape.pools})  # type: ignore[arg-type]
         if shape.pools:
             conn.execute(
@@ -92,7 +93,16 @@ def naive(dsn: str, shape: Shape) -> int:
     return buffers(dsn, NAIVE.format(order=order), {"a": available, "pools": shape.pools})[0]
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+# A known limit, not yet closed (docs/performance.md, "Many queues"): the fit
+# buckets' indexes lead with the queue, so once the head holds nothing that
+# fits, a claim over every queue probes each of them. Strict: when the limit
+# is closed these must pass, and the marks go.
+PER_QUEUE_FIT = pytest.mark.xfail(strict=True, reason="the fit search probes each of the 1,000 queues")
+
+
+@pytest.mark.parametrize(
+    "shape", [pytest.param(s, marks=PER_QUEUE_FIT) if s.queues > 1 else s for s in SHAPES], ids=[s.name for s in SHAPES]
+)
 def test_claim_buffers_stay_bounded(taskqueue_server: Server, taskqueue_template: str, shape: Shape) -> None:
     seen: dict[int, tuple[int, int, int, int]] = {}  # one, batch, naive, steady
     for rows in SIZES:
