@@ -4,8 +4,8 @@ Revision ID: 0011
 Revises: 0010
 Create Date: 2026-11-23
 
-A claim with no queue list (the default of ``claim``, ``claim_many`` and the
-Worker) first listed every queue with queued work, a probe per queue, and
+A claim with no queue list (the default of ``claim``, ``claim_many`` and
+``peek``; a Worker names its queues) first listed every queue with queued work, a probe per queue, and
 then read a 64-row window from each of them and merged the windows. Its cost
 grew with the number of queues: on a dense head (every task fits) a claim
 ran at 0.37x the naive query with 10 queues and at 0.01x with 2,000.
