@@ -300,3 +300,39 @@ def test_single_claim_at_the_head_matches_the_reference(tq: TaskQueue, dsn: str,
         while held and rng.random() < 0.5:
             tq.complete(held.pop())
     assert tq.check().ok
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_claims_over_many_queues_match_the_reference(tq: TaskQueue, dsn: str, seed: int) -> None:
+    """70 queues, more than claim_tasks v9 lists at first (64), and a head of
+    tasks too big, so a claim with no queue list walks the shared order, lists
+    the rest of the queues, walks on and then asks each queue's buckets."""
+    rng = random.Random(1000 + seed)
+    queues = [f"q{i:02d}" for i in range(70)]
+    specs = []
+    for _ in range(3000):
+        small = rng.random() < 0.05
+        specs.append({
+            "payload": {},
+            "queue": rng.choice(queues),
+            "priority": 9 if small else rng.randint(0, 8),
+            "required": rng.randint(0, 60) if small else rng.randint(100, 200),
+            "pool": rng.choice((None, None, None, "p0", "p1")),
+        })
+    tq.enqueue_many(specs)
+    tq.set_pool_limit("p0", 0)
+    held = []
+    for step in range(25):
+        rows, pools = snapshot(dsn)
+        available = rng.choice((None, 0, 5, 30, 60, 150, 400)) if step % 5 else 60
+        limit = rng.choice((1, 1, 4))
+        order = rng.choice(("min", "min", "min", "max"))
+        picked = rng.choice((None, None, None, queues[:3]))
+        expected = reference(rows, pools, available, limit, picked, order, set())
+        assert [t.id for t in _peek(tq, available, picked, order)] == expected[:1], f"step {step}: peek"
+        got = tq.claim_many(available=available, limit=limit, queues=picked, order=order)  # type: ignore[arg-type]
+        assert [t.id for t in got] == expected, f"step {step}: available={available} limit={limit} {order}"
+        held.extend(got)
+        while held and rng.random() < 0.5:
+            tq.complete(held.pop())
+    assert tq.check().ok
