@@ -93,16 +93,7 @@ def naive(dsn: str, shape: Shape) -> int:
     return buffers(dsn, NAIVE.format(order=order), {"a": available, "pools": shape.pools})[0]
 
 
-# A known limit, not yet closed (docs/performance.md, "Many queues"): the fit
-# buckets' indexes lead with the queue, so once the head holds nothing that
-# fits, a claim over every queue probes each of them. Strict: when the limit
-# is closed these must pass, and the marks go.
-PER_QUEUE_FIT = pytest.mark.xfail(strict=True, reason="the fit search probes each of the 1,000 queues")
-
-
-@pytest.mark.parametrize(
-    "shape", [pytest.param(s, marks=PER_QUEUE_FIT) if s.queues > 1 else s for s in SHAPES], ids=[s.name for s in SHAPES]
-)
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
 def test_claim_buffers_stay_bounded(taskqueue_server: Server, taskqueue_template: str, shape: Shape) -> None:
     seen: dict[int, tuple[int, int, int, int]] = {}  # one, batch, naive, steady
     for rows in SIZES:

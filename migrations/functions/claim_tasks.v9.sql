@@ -50,14 +50,17 @@
 --    buckets' indexes lead with the queue, so asking them costs about 27
 --    probes per queue, and with 1,000 queues a claim whose head held nothing
 --    that fit ran at 0.07x the naive query (queues_half). First the queues
---    are listed, at most c_list (64) of them (claimable_queues). One queue:
+--    are listed, at most c_list (8) of them (claimable_queues). One queue:
 --    the buckets, as before. Several: the window goes on along the claim
---    order over every queue until c_per_queue (32) rows per queue were read
---    since the last task taken (64 queues' worth while the list is
---    incomplete, then the rest of the list), and only then the buckets. A
---    walked row costs about what a probe does, so the claim costs at most
---    about twice the cheaper of the two: the naive walk or the per-queue
---    search.
+--    order over every queue, v_per_queue rows per queue listed since the
+--    last task taken; when that is spent and the list is incomplete, four
+--    times as many queues are listed and the walk goes on; only when every
+--    queue is listed and its share walked are the buckets asked. v_per_queue
+--    is 8 rows per class below what is left + 1: measured, one queue's
+--    buckets cost about as much as 6 walked rows for 0 left, 65 for 50, 100
+--    for 500 and 170 for 500,000, and listing a queue about 10. So the claim
+--    costs at most about twice the cheaper of the two, the naive walk or the
+--    per-queue search, whatever is left to fit.
 -- Both only ever move forward from the last key settled (taken, too big,
 -- locked elsewhere or in a full pool), so a batch never looks at a row twice.
 --
@@ -120,9 +123,10 @@ DECLARE
     v_global boolean := p_queues IS NULL AND NOT p_descending;
     v_listed boolean := p_queues IS NOT NULL;
     v_stop boolean := false;
-    c_list CONSTANT integer := 64;
-    c_per_queue CONSTANT integer := 32;
-    v_more boolean := false;  -- the queue list stopped at c_list
+    c_list CONSTANT integer := 8;
+    v_per_queue integer;      -- rows of walk worth one queue's buckets (step W)
+    v_want integer;
+    v_more boolean := false;  -- the queue list is incomplete
     v_gcap integer := 64;     -- rows the next window over every queue may read
     v_walked integer := 0;    -- rows read by windows since the last task taken
     v_lk bigint := CASE WHEN p_descending THEN -2147483647 ELSE -2147483648 END;
@@ -433,24 +437,26 @@ BEGIN
             -- 2. The head holds nothing that fits: ask the buckets, per queue.
             IF v_global THEN
                 -- W. Every queue (version 9): list the queues, a few first; over
-                -- several, walk the shared claim order on, c_per_queue rows per
+                -- several, walk the shared claim order on, v_per_queue rows per
                 -- queue, before asking each queue's buckets.
+                v_per_queue := 8 * required_class((LEAST(v_remaining, 2147483646) + 1)::integer);
                 IF NOT v_listed THEN
                     v_queues := claimable_queues(NULL, c_list);
                     v_listed := true;
                     v_more := cardinality(v_queues) >= c_list;
-                ELSIF v_more AND v_walked >= c_list * c_per_queue THEN
-                    v_queues := v_queues || claimable_queues(v_queues[cardinality(v_queues)], NULL);
-                    v_more := false;
+                ELSIF v_more AND v_walked >= cardinality(v_queues) * v_per_queue THEN
+                    v_want := 4 * cardinality(v_queues);
+                    v_queues := v_queues || claimable_queues(v_queues[cardinality(v_queues)], v_want - cardinality(v_queues));
+                    v_more := cardinality(v_queues) >= v_want;
                 END IF;
                 EXIT picks WHEN v_queues IS NULL;
-                IF cardinality(v_queues) > 1 AND v_walked < cardinality(v_queues) * c_per_queue THEN
-                    v_gcap := cardinality(v_queues) * c_per_queue - v_walked;
+                IF cardinality(v_queues) > 1 AND v_walked < cardinality(v_queues) * v_per_queue THEN
+                    v_gcap := cardinality(v_queues) * v_per_queue - v_walked;
                     v_window := true;
                     CONTINUE picks;
                 END IF;
                 IF v_more THEN
-                    CONTINUE picks;  -- the budget of the listed queues is spent: list the rest
+                    CONTINUE picks;  -- the listed queues' share is walked: list more
                 END IF;
             END IF;  -- else the queues were listed (given, or every queue, descending)
             SELECT f.id, f.k1, f.required, f.pool INTO v_c
