@@ -11,10 +11,12 @@ indexes lead with the queue. With 1,000 queues and half the tasks fitting,
 a claim with no queue list ran at 0.07x the naive query (bench shape
 queues_half).
 
-claim_tasks v9 lists at most 64 queues first (claimable_queues v1, a loose
-scan that waiting_heads v2 now shares). Over one queue it asks the buckets
-as before; over several it reads the claim order on, 32 rows per queue
-since the last task taken, before it asks them. No index changes.
+claim_tasks v9 lists 8 queues first, then four times as many each time it
+must (claimable_queues v1, a loose scan that waiting_heads v2 now shares).
+Over one queue it asks the buckets as before; over several it reads the
+claim order on, a share of rows per listed queue (8 per class below what is
+left + 1) since the last task taken, and asks the buckets only once every
+queue is listed and its share walked. No index changes.
 """
 
 from __future__ import annotations
