@@ -81,6 +81,7 @@ SHAPES = [
     Shape("mb_half_pools", "mb_half, each task in one of 200 pools, half of them full", "0", MB, 500_000, pools=True),
     Shape("deadlines_pools", "deadlines, 200 pools, half of them full",
           "g", "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, pools=True, hard=True),
+    Shape("one_size", "one priority; every task needs 1; 4 available (slots)", "0", "1", 4),
     Shape("queues_dense", "1,000 queues; priorities 0..9; required 1..100; every task fits",
           "(g * 31) %% 10", "1 + (g * 7919) %% 100", 100, queues=1000),
     Shape("queues_half", "1,000 queues; priorities 0..9; required 1..100; half fit",

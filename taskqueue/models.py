@@ -40,6 +40,11 @@ NAMING_CONVENTION = {
 # Kept as one literal so the partial indexes and the claim SQL cannot drift apart.
 ACTIVE_STATES_SQL = "state IN ('queued', 'scheduled', 'running')"
 CLAIMABLE_SQL = "state = 'queued' AND NOT parked"
+# The claim over every queue states "id > 0" (always true: a CHECK says so),
+# so that no other statement can use its index (migration 0012): a per-queue
+# probe whose statistics made a walk of (priority, id) look as cheap as its
+# own index walked the whole table.
+CLAIMABLE_ANY_SQL = CLAIMABLE_SQL + " AND id > 0"
 
 
 class Base(DeclarativeBase):
@@ -53,6 +58,7 @@ class TaskRow(Base):
             "state IN ('queued', 'scheduled', 'running', 'done', 'failed', 'cancelled')", name="state_known"
         ),
         CheckConstraint("required >= 0", name="required_nonnegative"),
+        CheckConstraint("id > 0", name="id_positive"),
         CheckConstraint("max_attempts >= 1", name="max_attempts_positive"),
         CheckConstraint("attempts >= 0 AND attempts <= max_attempts", name="attempts_in_range"),
         CheckConstraint("char_length(queue) BETWEEN 1 AND 200", name="queue_length"),
@@ -70,7 +76,7 @@ class TaskRow(Base):
         # Claim order, for the window at the head.
         Index("ix_tasks_claim", "queue", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
         # The same order over every queue, for a claim given no queue list (migration 0011).
-        Index("ix_tasks_claim_any", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
+        Index("ix_tasks_claim_any", "priority", "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
         # The fit levels, coarse to fine (see fit_candidate.v3.sql): each whole
         # bucket's best task in one probe. One per doubling (migration 0009):
         Index(
