@@ -3,8 +3,9 @@
 Every shape is a backlog of N queued tasks, built to hurt some design: many
 distinct sizes (MB), many distinct priorities (deadlines), both, sizes that
 fall or rise with id, tasks sized just above what is available, a few huge
-levels, pools of which half are full, ``order="max"``, and 1,000 queues
-claimed from all at once (the others use one queue).
+levels, pools of which half are full, ``order="max"``, 1,000 queues
+claimed from all at once, and 40 queues of which a consumer lists 20 (the
+others use one queue).
 
 Each shape is measured side by side in one run:
 - **naive**: bare SQL through psycopg (``WHERE state = 'queued' AND required
@@ -48,7 +49,19 @@ class Shape:
     order: str = "min"
     pools: bool = False
     hard: bool = False  # the naive query must walk past most rows: target 100x
-    queues: int = 1  # tasks spread over this many queues; both sides claim from every queue
+    queues: int = 1  # tasks spread over this many queues; both sides claim from every queue...
+    listed: int = 0  # ...or from a list of the first `listed` of them (q0, q1, ...), as seed 002's agents do
+
+    @property
+    def queue_list(self) -> list[str] | None:
+        return [f"q{i}" for i in range(self.listed)] if self.listed else None
+
+    def naive_sql(self) -> str:
+        order = "priority DESC, id" if self.order == "max" else "priority, id"
+        return NAIVE.format(order=order, listed="AND queue = ANY (%(queues)s)" if self.listed else "")
+
+    def naive_params(self, available: int) -> dict[str, Any]:
+        return {"a": available, "pools": self.pools, "queues": self.queue_list}
 
 
 MB = "1 + ((g * 7919) %% 1000000)"
@@ -86,6 +99,10 @@ SHAPES = [
           "(g * 31) %% 10", "1 + (g * 7919) %% 100", 100, queues=1000),
     Shape("queues_half", "1,000 queues; priorities 0..9; required 1..100; half fit",
           "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, queues=1000),
+    Shape("listed_dense", "40 queues, a consumer lists 20; priorities 0..9; required 1..100; every task fits",
+          "(g * 31) %% 10", "1 + (g * 7919) %% 100", 100, queues=40, listed=20),
+    Shape("listed_half", "40 queues, a consumer lists 20; priorities 0..9; required 1..100; half fit",
+          "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, queues=40, listed=20),
 ]
 
 SEED = """
@@ -102,7 +119,7 @@ UPDATE tasks SET state = 'queued', attempts = 0, worker = NULL, lease_token = NU
 NAIVE = """
 WITH c AS MATERIALIZED (
     SELECT id FROM tasks t
-     WHERE state = 'queued' AND required <= %(a)s
+     WHERE state = 'queued' AND required <= %(a)s {listed}
        AND (NOT %(pools)s OR NOT EXISTS (SELECT 1 FROM pools p WHERE p.name = t.pool
                                            AND p.running_limit IS NOT NULL AND p.running >= p.running_limit))
      ORDER BY {order} LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -140,7 +157,7 @@ def _available(shape: Shape, rng: random.Random) -> int:
 
 def _naive_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
     shape: Shape = args["shape"]
-    order = "priority DESC, id" if shape.order == "max" else "priority, id"
+    sql = shape.naive_sql()
     rng = random.Random(idx)
     with psycopg.connect(args["dsn"]) as conn:
         conn.execute("SELECT set_config('search_path', %s, false)", (f'"{args["schema"]}"',))
@@ -148,7 +165,7 @@ def _naive_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> di
         stop = common.ready(counter, sync)
         n = 0
         while not stop.is_set() and n < args["cap"]:
-            row = conn.execute(NAIVE.format(order=order), {"a": _available(shape, rng), "pools": shape.pools}).fetchone()
+            row = conn.execute(sql, shape.naive_params(_available(shape, rng))).fetchone()
             conn.commit()
             if row is None:
                 break
@@ -171,7 +188,8 @@ def _ours_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dic
     while not stop.is_set() and n < args["cap"]:
         a = _available(shape, rng)
         t0 = time.perf_counter()
-        task = tq.claim(available=a, worker=f"ours-{idx}", order=shape.order)  # type: ignore[arg-type]
+        task = tq.claim(available=a, worker=f"ours-{idx}", order=shape.order,  # type: ignore[arg-type]
+                        queues=shape.queue_list)
         lat.append(time.perf_counter() - t0)
         if task is None:
             break
@@ -200,7 +218,8 @@ def claim_latency(dsn: str, schema: str, shape: Shape, samples: int, limit: int 
         for _ in range(samples):
             a = _available(shape, rng)
             t0 = time.perf_counter()
-            got = tq.claim_many(available=a, limit=limit, order=shape.order)  # type: ignore[arg-type]
+            got = tq.claim_many(available=a, limit=limit, order=shape.order,  # type: ignore[arg-type]
+                                queues=shape.queue_list)
             lat.append((time.perf_counter() - t0) / max(1, len(got)))
             if not got:
                 break

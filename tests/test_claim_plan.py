@@ -302,3 +302,36 @@ def test_a_claim_over_tasks_of_one_size_asks_each_bucket_by_its_own_index(
     assert got == first
     assert plan["Actual Rows"] == 1
     assert buffers < 200, f"{buffers} buffers for one claim over 20,000 tasks of one size"
+
+
+@pytest.mark.parametrize("listed", [3, 20])
+@pytest.mark.parametrize("available", [None, 100, 50])
+def test_a_claim_over_a_list_of_queues_reads_the_shared_head(dsn: str, listed: int, available: int | None) -> None:
+    """A consumer that lists several queues (seed 002's agents) reads the head
+    of the order over every queue and keeps its own rows (claim_tasks v9).
+    v8 merged a 64-row window of each listed queue: 141 buffers a claim for 3
+    queues and 825 for 20 on this backlog, where the naive query read 5."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT 'q' || (g % 40), '{}'::jsonb, g % 10, 1 + g % 100, 'queued', 3 FROM generate_series(1, 20000) g"
+        )
+        conn.commit()
+        with psycopg.connect(dsn, autocommit=True) as vac:
+            vac.execute("VACUUM ANALYZE taskqueue.tasks")
+        queues = [f"q{i}" for i in range(listed)]
+        cap = 2**31 if available is None else available
+        first = conn.execute(
+            "SELECT id FROM tasks WHERE queue = ANY (%s) AND required <= %s ORDER BY priority, id LIMIT 1",
+            (queues, cap)).fetchone()
+        sql = "SELECT * FROM claim_tasks(%s, 1, ARRAY[%s], 'w', 60, false)" % (
+            "NULL" if available is None else available, ", ".join(f"'{q}'" for q in queues))
+        explain(conn, sql)
+        explain(conn, sql)
+        buffers, plan = explain(conn, sql)
+        got = conn.execute(sql.replace("*", "id")).fetchone()
+        conn.rollback()
+    assert got == first
+    assert plan["Actual Rows"] == 1
+    assert buffers < 60, f"{buffers} buffers for one claim over a list of {listed} queues"

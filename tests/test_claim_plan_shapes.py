@@ -3,7 +3,7 @@
 The shapes are the benchmark's own (bench/shapes.py): many distinct sizes,
 many distinct priorities, both, sizes rising or falling with id, tasks just
 above what is available, a few huge levels, half-full pools, order="max",
-1,000 queues claimed from all at once.
+1,000 queues claimed from all at once, a list of 20 of 40 queues.
 For each, one claim and one claim of 100 run under EXPLAIN (ANALYZE,
 BUFFERS) at both backlog sizes; a function scan's buffers include every
 statement of the function body (tests/test_claim_plan.py checks that). The
@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bench.shapes import NAIVE, NAIVE_DONE, NAIVE_INDEX, POOLS, SEED, SHAPES, Shape
+from bench.shapes import NAIVE_DONE, NAIVE_INDEX, POOLS, SEED, SHAPES, Shape
 from taskqueue.testing.database import Server, fresh_database
 
 pytestmark = pytest.mark.slow
@@ -64,8 +64,8 @@ def claim(dsn: str, shape: Shape, limit: int) -> tuple[int, int]:
     available = shape.available if isinstance(shape.available, int) else shape.available[1] // 2
     return buffers(
         dsn,
-        "SELECT * FROM claim_tasks(%(a)s, %(limit)s, NULL, 'plan', 60, %(desc)s)",
-        {"a": available, "limit": limit, "desc": shape.order == "max"},
+        "SELECT * FROM claim_tasks(%(a)s, %(limit)s, %(queues)s, 'plan', 60, %(desc)s)",
+        {"a": available, "limit": limit, "desc": shape.order == "max", "queues": shape.queue_list},
     )
 
 
@@ -77,7 +77,8 @@ def settle(dsn: str, shape: Shape, claims: int) -> None:
         conn.execute("SET search_path TO taskqueue")
         for _ in range(claims):
             row = conn.execute(
-                "SELECT id FROM claim_tasks(%s, 1, NULL, 'settle', 60, %s)", (available, shape.order == "max")
+                "SELECT id FROM claim_tasks(%s, 1, %s, 'settle', 60, %s)",
+                (available, shape.queue_list, shape.order == "max"),
             ).fetchone()
             assert row is not None
             conn.execute(NAIVE_DONE, (row[0],))
@@ -89,8 +90,7 @@ def naive(dsn: str, shape: Shape) -> int:
         conn.execute("SET search_path TO taskqueue")
         conn.execute(NAIVE_INDEX)
         conn.execute("ANALYZE tasks")
-    order = "priority DESC, id" if shape.order == "max" else "priority, id"
-    return buffers(dsn, NAIVE.format(order=order), {"a": available, "pools": shape.pools})[0]
+    return buffers(dsn, shape.naive_sql(), shape.naive_params(available))[0]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
