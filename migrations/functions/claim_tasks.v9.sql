@@ -119,6 +119,7 @@ DECLARE
     c_window CONSTANT integer := 64;
     c_scan CONSTANT integer := 64;
     c_head CONSTANT integer := 8;
+    c_own CONSTANT integer := 8;  -- rows per listed queue in a merged window, ascending (version 9)
     v_cands bigint[];
     v_n integer;
     v_nfit integer;
@@ -247,6 +248,10 @@ BEGIN
             END IF;
             v_lk := v_hk;  -- nothing here fits: the window goes on after it
             v_lid := v_hid;
+            -- A list of several queues: none of its rows fits among the 8 of
+            -- the shared order, which is likely a pile of other queues' (or
+            -- too big) tasks, so each listed queue's own window comes next.
+            v_lwalk := false;
         END IF;
     END IF;
 
@@ -373,6 +378,11 @@ BEGIN
                 -- Descending, a list may stop early (two priority groups at
                 -- most), so the window ends at the first queue's last listed
                 -- key: everything up to there is listed from every queue.
+                -- Ascending (version 9), each queue lists c_own (8) rows, not
+                -- 64, and the window ends at the smallest last key of the
+                -- queues that listed all 8 (the others are read to their end);
+                -- its last row then comes through as rn = c_window, so the walk
+                -- knows more may follow. 20 queues read 160 rows, not 1,280.
                 v_cap := c_window;
                 v_own := true;
                 OPEN v_cur FOR
@@ -383,7 +393,7 @@ BEGIN
                            (SELECT t.id, t.priority::bigint AS k1, t.required, t.pool FROM tasks t
                              WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name
                                AND NOT p_descending AND (t.priority, t.id) > (v_lk::integer, v_lid)
-                             ORDER BY t.priority, t.id LIMIT c_window)
+                             ORDER BY t.priority, t.id LIMIT c_own)
                            UNION ALL
                            (SELECT t.id, -t.priority::bigint, t.required, t.pool FROM tasks t
                              WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name AND p_descending
@@ -403,14 +413,22 @@ BEGIN
                            LIMIT c_window) x),
                     m AS (
                     SELECT x.id, x.k1, x.required, x.pool, row_number() OVER (ORDER BY x.k1, x.id) AS rn FROM x
-                     WHERE NOT p_descending
-                        OR ARRAY[x.k1, x.id] <= (SELECT min(f.last) FROM (SELECT max(ARRAY[y.k1, y.id]) AS last
-                                                                          FROM x y GROUP BY y.name) f))
-                    SELECT m.id, m.k1, m.required, m.pool, m.rn,
+                     WHERE ARRAY[x.k1, x.id] <= COALESCE(
+                               (SELECT min(f.last) FROM (SELECT max(ARRAY[y.k1, y.id]) AS last, count(*) AS n
+                                                           FROM x y GROUP BY y.name) f
+                                 WHERE p_descending OR f.n >= c_own),
+                               ARRAY[9223372036854775807, 9223372036854775807]::bigint[])),
+                    e AS (
+                    SELECT LEAST(count(*), c_window) AS last_rn,
+                           count(*) > c_window OR EXISTS (SELECT 1 FROM x y GROUP BY y.name HAVING count(*) >= c_own) AS more
+                      FROM m)
+                    SELECT m.id, m.k1, m.required, m.pool,
+                           CASE WHEN NOT p_descending AND m.rn = e.last_rn AND e.more THEN c_window::bigint ELSE m.rn END AS rn,
                            (m.pool IS NOT NULL AND EXISTS (SELECT 1 FROM pools p WHERE p.name = m.pool AND p.running_limit IS NOT NULL
                                                              AND p.running >= p.running_limit)) AS seen_full
-                      FROM m
-                     WHERE m.rn <= c_window AND (m.required <= v_remaining OR m.rn = c_window)
+                      FROM m CROSS JOIN e
+                     WHERE m.rn <= c_window
+                       AND (m.required <= v_remaining OR m.rn = c_window OR (NOT p_descending AND m.rn = e.last_rn))
                      ORDER BY m.rn;
             END IF;
             LOOP
