@@ -18,6 +18,13 @@ claim order on, a share of rows per listed queue (8 per class below what is
 left + 1) since the last task taken, and asks the buckets only once every
 queue is listed and its share walked.
 
+A claim given a list of several queues reads the head of the shared order
+and keeps its own rows, where v8 merged a 64-row window of each listed
+queue (141 buffers a claim for 3 queues, 825 for 20; now 24); its queues'
+own windows (8 rows each) come only when that head holds nothing of its
+own that fits, then the same walk, then the buckets. The head step (8
+rows, one statement) runs whatever is available.
+
 ix_tasks_claim_any is built again with "AND id > 0" in its predicate, which
 only the statements over every queue state, and a CHECK (id > 0) keeps that
 true of every row. Since migration 0011 a bucket probe of fit_candidate
