@@ -490,10 +490,11 @@ BEGIN
             v_gcap := c_scan;
         ELSE
             -- 2. The head holds nothing that fits: ask the buckets, per queue.
-            IF v_global THEN
-                -- W. Every queue (version 9): list the queues, a few first; over
-                -- several, walk the shared claim order on, v_per_queue rows per
-                -- queue, before asking each queue's buckets.
+            IF v_global OR v_several THEN
+                -- W (version 9). Every queue: list the queues, a few first. Over
+                -- several queues (listed here or given), walk the shared claim
+                -- order on, v_per_queue rows per queue, before asking each
+                -- queue's buckets; a given list keeps its own rows (v_lwalk).
                 v_per_queue := 8 * required_class((LEAST(v_remaining, 2147483646) + 1)::integer);
                 IF NOT v_listed THEN
                     v_queues := claimable_queues(NULL, c_list);
@@ -507,24 +508,14 @@ BEGIN
                 EXIT picks WHEN v_queues IS NULL;
                 IF cardinality(v_queues) > 1 AND v_walked < cardinality(v_queues) * v_per_queue THEN
                     v_gcap := cardinality(v_queues) * v_per_queue - v_walked;
+                    v_lwalk := v_several;
                     v_window := true;
                     CONTINUE picks;
                 END IF;
                 IF v_more THEN
                     CONTINUE picks;  -- the listed queues' share is walked: list more
                 END IF;
-            ELSIF v_several THEN
-                -- W for a list of several queues (version 9): the same walk of
-                -- the shared order, keeping the listed queues' rows, before each
-                -- listed queue's buckets.
-                v_per_queue := 8 * required_class((LEAST(v_remaining, 2147483646) + 1)::integer);
-                IF v_walked < cardinality(v_queues) * v_per_queue THEN
-                    v_gcap := cardinality(v_queues) * v_per_queue - v_walked;
-                    v_lwalk := true;
-                    v_window := true;
-                    CONTINUE picks;
-                END IF;
-            END IF;  -- else the queues were listed (given, or every queue, descending)
+            END IF;  -- else one queue, or every queue descending (listed at the start)
             SELECT f.id, f.k1, f.required, f.pool INTO v_c
               FROM fit_candidate(v_queues, v_remaining, v_lk, v_lid, p_descending, v_full) f;
             EXIT picks WHEN v_c.id IS NULL;
