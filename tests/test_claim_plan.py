@@ -264,9 +264,10 @@ def test_a_claim_over_many_queues_walks_before_it_asks_each_queue(dsn: str, limi
         conn.rollback()
     assert got == expected
     assert len(got) == 1 if limit == 1 else len(got) > 1
-    # One task: 300 rows walked and 64 queues listed (223 buffers; v8 99,095).
-    # Each further task fits in what is left of 500, so it may walk up to 64
-    # queues' worth of rows, 2,048, first (v8: 115,150 buffers for this claim).
+    # One task: 300 rows walked and 8 queues listed (53 buffers; v8 99,095).
+    # Each further task must fit in what is left of 500, so it may walk the
+    # listed queues' share of rows first, 8 per class of what is left per
+    # queue (7,490 buffers in all; v8: 115,150 for this claim).
     budget = 1000 if limit == 1 else 2500 * len(got)
     assert buffers < budget, f"{buffers} buffers for a claim of {len(got)} over 2,000 queues"
 
