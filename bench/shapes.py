@@ -14,7 +14,13 @@ Each shape is measured side by side in one run:
   transaction. With pools it also skips full pools (NOT EXISTS), so it does
   what ours does.
 - **ours**: ``TaskQueue.claim(available=A)`` + ``complete()``.
-Both with 1 and with 8 consumer processes; then ours' claim p99 at a 10k
+- **by id**: the same two writes with the search taken away: each client
+  reads the ids the naive query would take, in its order, before the clock
+  starts, then claims and completes each by id. No claim can beat this on
+  the same server; it is the ceiling set by commits and WAL (on hard shapes
+  each task sits on its own heap page, so each write brings a full-page
+  image after a checkpoint).
+All three with 1 and with 8 consumer processes; then ours' claim p99 at a 10k
 backlog of the same shape against the full one, and ``claim_many(limit=100)``
 per task claimed. Claimed rows are put back between phases.
 """
@@ -59,6 +65,10 @@ class Shape:
     def naive_sql(self) -> str:
         order = "priority DESC, id" if self.order == "max" else "priority, id"
         return NAIVE.format(order=order, listed="AND queue = ANY (%(queues)s)" if self.listed else "")
+
+    def by_id_sql(self) -> str:
+        order = "priority DESC, id" if self.order == "max" else "priority, id"
+        return BY_ID_IDS.format(order=order, listed="AND queue = ANY (%(queues)s)" if self.listed else "")
 
     def naive_params(self, available: int) -> dict[str, Any]:
         return {"a": available, "pools": self.pools, "queues": self.queue_list}
@@ -128,6 +138,18 @@ UPDATE tasks t SET state = 'running', attempts = t.attempts + 1, started_at = no
   FROM c WHERE t.id = c.id
 RETURNING t.id
 """
+BY_ID_IDS = """
+SELECT id FROM tasks t
+ WHERE state = 'queued' AND required <= %(a)s {listed} AND id %% %(clients)s = %(idx)s
+   AND (NOT %(pools)s OR NOT EXISTS (SELECT 1 FROM pools p WHERE p.name = t.pool
+                                       AND p.running_limit IS NOT NULL AND p.running >= p.running_limit))
+ ORDER BY {order} LIMIT %(cap)s
+"""
+BY_ID_CLAIM = """
+UPDATE tasks SET state = 'running', attempts = attempts + 1, started_at = now(), worker = 'by-id',
+       lease_token = gen_random_uuid(), lease_seconds = 60, lease_expires_at = now() + interval '60 seconds'
+ WHERE id = %s AND state = 'queued'
+"""
 NAIVE_DONE = """
 UPDATE tasks SET state = 'done', finished_at = now(), lease_token = NULL, lease_expires_at = NULL WHERE id = %s
 """
@@ -170,6 +192,29 @@ def _naive_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> di
             if row is None:
                 break
             conn.execute(NAIVE_DONE, (row[0],))
+            conn.commit()
+            n += 1
+            counter.value = n
+    return {"count": n}
+
+
+def _by_id_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
+    """The ceiling: the rows the naive query would take, claimed and completed by id, no search on the clock."""
+    shape: Shape = args["shape"]
+    a = shape.available[1] if isinstance(shape.available, tuple) else shape.available
+    with psycopg.connect(args["dsn"]) as conn:
+        conn.execute("SELECT set_config('search_path', %s, false)", (f'"{args["schema"]}"',))
+        params = {**shape.naive_params(a), "clients": args["clients"], "idx": idx, "cap": args["cap"]}
+        ids = [r[0] for r in conn.execute(shape.by_id_sql(), params)]
+        conn.commit()
+        stop = common.ready(counter, sync)
+        n = 0
+        for task_id in ids:
+            if stop.is_set():
+                break
+            conn.execute(BY_ID_CLAIM, (task_id,), prepare=True)
+            conn.commit()
+            conn.execute(NAIVE_DONE, (task_id,), prepare=True)
             conn.commit()
             n += 1
             counter.value = n
@@ -241,7 +286,11 @@ def measure(dsn: str, shape: Shape, rows: int, seconds: float) -> dict[str, Any]
         reset(dsn, SCHEMA)
         ours, lat = _phase(_ours_client, clients, args, f"{shape.name} ours x{clients}", seconds)
         reset(dsn, SCHEMA)
+        by_id, _ = _phase(_by_id_client, clients, {**args, "clients": clients}, f"{shape.name} by id x{clients}",
+                          seconds)
+        reset(dsn, SCHEMA)
         out[f"x{clients}"] = {"naive_per_s": naive, "ours_per_s": ours, "ratio": common.ratio(ours, naive),
+                              "by_id_per_s": by_id, "of_ceiling": common.ratio(ours, by_id),
                               "ours_claim": common.latency_summary(lat)}
     big = claim_latency(dsn, SCHEMA, shape, 500)
     batch_big = claim_latency(dsn, SCHEMA, shape, 20, limit=100)
@@ -285,4 +334,23 @@ def table(result: dict[str, Any]) -> str:
             f"{s['batch_p99_ms_per_task']['small']:.3f} → {s['batch_p99_ms_per_task']['big']:.3f} ms | "
             f"{'yes' if s['met'] else 'no'} |"
         )
+    return "\n".join(lines)
+
+
+def ceiling_table(result: dict[str, Any]) -> str:
+    """Ours against the by-id ceiling: the highest ratio to naive any claim could reach on this server."""
+    lines = [
+        "| shape | by id x1 | ours / by id x1 | by id / naive x1 | by id x8 | ours / by id x8 | by id / naive x8 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in result["shapes"]:
+        cells = [s["shape"]]
+        for c in (1, result["clients"]):
+            x = s[f"x{c}"]
+            if "by_id_per_s" not in x:
+                cells += ["–", "–", "–"]
+                continue
+            cells += [f"{x['by_id_per_s']:,.1f}/s", f"{x['of_ceiling']:.2f}",
+                      f"{common.ratio(x['by_id_per_s'], x['naive_per_s']):,.2f}×"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
