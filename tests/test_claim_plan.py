@@ -336,3 +336,57 @@ def test_a_claim_over_a_list_of_queues_reads_the_shared_head(dsn: str, listed: i
     assert got == first
     assert plan["Actual Rows"] == 1
     assert buffers < 60, f"{buffers} buffers for one claim over a list of {listed} queues"
+
+
+def _calls_in_transaction(conn: psycopg.Connection, sql: str) -> tuple[list[int], dict[str, int]]:
+    """Run a claim and return (ids, calls of each PL/pgSQL function it made), then roll back."""
+    try:
+        conn.execute("SET LOCAL track_functions = 'pl'")
+    except psycopg.errors.InsufficientPrivilege:
+        conn.rollback()
+        pytest.skip("counting function calls needs a role that may set track_functions")
+    ids = [r[0] for r in conn.execute(sql).fetchall()]
+    calls = dict(conn.execute(
+        "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'taskqueue'").fetchall())
+    conn.rollback()
+    return ids, calls
+
+
+@pytest.mark.parametrize("queues", [None, ["default"]])
+@pytest.mark.parametrize("pile", [200, 5000])
+def test_a_single_claim_looks_past_a_pile_of_tasks_too_big_before_it_asks_the_buckets(
+    dsn: str, queues: list[str] | None, pile: int
+) -> None:
+    """Sizes 1..1M, half fit: each claim takes the oldest task that fits, so
+    the ones too big pile up in front. A pile shorter than the look's budget
+    (32 rows per class below what is left + 1: 608 here) is read in one plain
+    statement, as the naive query reads it, with no call to the buckets
+    (claim_tasks v10); version 9 asked the buckets past 72 rows. A longer pile
+    is left to the buckets, and the look runs again from the task they found."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT 'default', '{}'::jsonb, 0, CASE WHEN g <= %s THEN 500001 + g %% 1000 "
+            "ELSE 1 + (g * 7919) %% 1000000 END, 'queued', 3 FROM generate_series(1, 20000) g",
+            (pile,),
+        )
+        conn.commit()
+        with psycopg.connect(dsn, autocommit=True) as vac:
+            vac.execute("VACUUM ANALYZE taskqueue.tasks")
+        first = conn.execute(
+            "SELECT id FROM tasks WHERE required <= 500000 ORDER BY priority, id LIMIT 1").fetchone()
+        conn.rollback()
+        sql = "SELECT * FROM claim_tasks(500000, 1, %s, 'w', 60, false)" % (
+            "NULL" if queues is None else "ARRAY['default']")
+        explain(conn, sql)
+        buffers, plan = explain(conn, sql)
+        ids, calls = _calls_in_transaction(conn, sql.replace("*", "id"))
+    assert first is not None and ids == [first[0]]
+    assert plan["Actual Rows"] == 1
+    if pile < 608:
+        assert "fit_candidate" not in calls, calls
+        assert buffers < 60, f"{buffers} buffers to look past a pile of {pile}"
+    else:
+        assert calls.get("fit_candidate") == 1, calls
+        assert buffers < 400, f"{buffers} buffers past a pile of {pile}"

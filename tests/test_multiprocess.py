@@ -175,3 +175,47 @@ def test_four_processes_park_and_unpark_without_losing_a_task(tq: TaskQueue, dsn
     assert attempts == 1  # nothing ran twice
     report = tq.check()
     assert report.ok, report
+
+
+def _claim_fits_and_complete(dsn: str, start: Any, out: Any, index: int, available: int) -> None:
+    taken: list[tuple[int, int]] = []
+    with TaskQueue(dsn, pool_size=1, max_overflow=0) as tq:
+        start.wait(60)
+        empty_rounds = 0
+        while empty_rounds < 3:
+            task = tq.claim(available=available, worker=f"p{index}")
+            if task is None:
+                empty_rounds += 1
+                continue
+            empty_rounds = 0
+            taken.append((task.id, task.required))
+            tq.complete(task)
+    out.put(taken)
+
+
+@pytest.mark.parametrize("queues", [1, 3])
+def test_four_processes_race_for_the_fits_behind_a_pile_of_tasks_too_big(
+    tq: TaskQueue, dsn: str, queues: int
+) -> None:
+    """A pile of tasks too big in front, longer than the look's budget, then
+    sizes over 1..1M of which half fit: every process is sent by the buckets
+    to the same first fit, and each must take a different task (the look from
+    that task, claim_tasks v10). Every task that fits is taken exactly once,
+    and nothing too big."""
+    available = 500_000
+    _bulk_insert(
+        dsn,
+        "INSERT INTO taskqueue.tasks (queue, payload, priority, required, state, max_attempts) "
+        f"SELECT 'q' || g % {queues}, '{{}}'::jsonb, g % 2, CASE WHEN g <= 1500 THEN 500001 + g % 1000 "
+        "ELSE 1 + (g * 7919) % 1000000 END, 'queued', 3 FROM generate_series(1, 4000) g",
+    )
+    with psycopg.connect(dsn) as conn:
+        fits = {r[0] for r in conn.execute(
+            "SELECT id FROM taskqueue.tasks WHERE required <= %s", (available,)).fetchall()}
+    results = _run(_claim_fits_and_complete, dsn, available)
+    taken = [item for part in results for item in part]
+    assert all(required <= available for _, required in taken)
+    ids = [tid for tid, _ in taken]
+    assert len(ids) == len(set(ids))
+    assert set(ids) == fits
+    assert all(len(part) > 0 for part in results)
