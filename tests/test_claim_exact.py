@@ -336,3 +336,48 @@ def test_claims_over_many_queues_match_the_reference(tq: TaskQueue, dsn: str, se
         while held and rng.random() < 0.5:
             tq.complete(held.pop())
     assert tq.check().ok
+
+
+@pytest.mark.parametrize("seed", range(SEEDS // 2))
+def test_single_claim_behind_a_pile_matches_the_reference(tq: TaskQueue, dsn: str, seed: int) -> None:
+    """The look of claim_tasks v10: a pile of tasks too big in front, of a
+    length around the look's budget (short, about 600, well past it), then
+    tasks of every size, some in full or tight pools, and rows locked
+    elsewhere among the first tasks that fit, where the look and the look
+    again from the buckets' find must skip them. One queue of three, a list
+    of two, or every queue."""
+    rng = random.Random(500 + seed)
+    pile = rng.choice((40, 590, 1500))
+    specs: list[dict[str, object]] = [
+        {"payload": {}, "queue": rng.choice(QUEUES), "priority": 0, "required": 600_000 + rng.randint(0, 9)}
+        for _ in range(pile)
+    ]
+    specs += [
+        {"payload": {}, "queue": rng.choice(QUEUES), "priority": rng.randint(0, 2),
+         "required": rng.choice((1, 15, 40, 499_999, 500_000, 500_001, 900_000)),
+         "pool": rng.choice((None, None, None, "p0", "p1"))}
+        for _ in range(400)
+    ]
+    tq.enqueue_many(specs)
+    tq.set_pool_limit("p0", 0)
+    tq.set_pool_limit("p1", 3)
+    held = []
+    for step in range(40):
+        rows, pools = snapshot(dsn)
+        available = rng.choice((16, 50, 500_000))
+        queues = rng.choice((None, ["a"], ["a", "b"]))
+        fits = [r for r in sorted(rows, key=lambda r: (r.priority, r.id))
+                if r.required <= available and (queues is None or r.queue in queues)][:40]
+        locked = {r.id for r in fits if rng.random() < 0.4}
+        expected = reference(rows, pools, available, 1, queues, "min", locked)
+        with psycopg.connect(dsn) as other:
+            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
+            got = tq.claim(available=available, queues=queues)
+        assert ([got.id] if got else []) == expected, (
+            f"step {step}: pile={pile} available={available} queues={queues} locked={sorted(locked)}")
+        if got is not None:
+            held.append(got)
+        rng.shuffle(held)
+        while held and rng.random() < 0.6:
+            tq.complete(held.pop())
+    assert tq.check().ok
