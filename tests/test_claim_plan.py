@@ -390,3 +390,50 @@ def test_a_single_claim_looks_past_a_pile_of_tasks_too_big_before_it_asks_the_bu
     else:
         assert calls.get("fit_candidate") == 1, calls
         assert buffers < 400, f"{buffers} buffers past a pile of {pile}"
+
+
+def test_a_session_that_saw_a_dry_look_asks_the_buckets_at_once_and_looks_again_later(dsn: str) -> None:
+    """After a look that ran dry over one queue, the session's next claims of
+    no larger an amount skip the look (the setting taskqueue.dry_look counts
+    them), every 16th looks again, and a look that finds a fit clears the hint.
+    The hint skips a statement, never a row: each claim still takes the first
+    task in claim order that fits, even one enqueued ahead of the pile."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT 'default', '{}'::jsonb, 1, CASE WHEN g <= 2000 THEN 600000 ELSE 1 + (g * 7919) % 1000000 END, "
+            "'queued', 3 FROM generate_series(1, 6000) g"
+        )
+        conn.execute("VACUUM ANALYZE tasks")
+
+        def hint() -> str:
+            return str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")
+
+        def first_fit(available: int) -> int:
+            row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= %s "
+                               "ORDER BY priority, id LIMIT 1", (available,)).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        def claim(available: int) -> int:
+            row = conn.execute("SELECT id FROM claim_tasks(%s, 1, NULL, 'w', 60, false)", (available,)).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        assert hint() == ""
+        expected = first_fit(500000)
+        assert claim(500000) == expected
+        assert hint() == "500000:0:*"  # the look ran dry past 608 rows: learnt
+        for n in range(1, 16):
+            expected = first_fit(400000)
+            assert claim(400000) == expected  # no larger an amount: skipped, still exact
+            assert hint() == f"500000:{n}:*"
+        conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+                     "VALUES ('default', '{}', 0, 10, 'queued', 3)")
+        ahead = first_fit(500000)
+        assert claim(500000) == ahead  # the 16th looks again, finds the task ahead of the pile
+        assert hint() == ""
+        expected = first_fit(700000)
+        assert claim(700000) == expected  # everything fits: no pile, no hint
+        assert hint() == ""

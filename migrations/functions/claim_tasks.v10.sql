@@ -74,6 +74,10 @@
 --    (about 0.8 ms of server time a claim) as soon as the pile was longer
 --    than 72 rows; and with 8 consumers all of them were sent by the
 --    buckets to the same task, so each claim called take_task 2.5 times.
+--    A session remembers a look that ran dry over one queue (a setting,
+--    taskqueue.dry_look): the next 15 claims of no larger an amount skip
+--    the look and ask the buckets at once, then one looks again. The hint
+--    skips a statement, never a row, so it cannot change what is claimed.
 -- ix_tasks_claim_any has the predicate "... AND id > 0" (version 9,
 --    migration 0012), and only the statements over every queue state it, so
 --    no other statement can use that index. Every id is positive (a CHECK
@@ -137,6 +141,11 @@ DECLARE
     v_crn bigint[];    -- the candidates' places in the look
     v_prn bigint;      -- the place of the first fitting row in a pool
     v_maxrn bigint;
+    c_dry_skips CONSTANT integer := 15;  -- claims that skip the look after one ran dry
+    v_hint text;
+    v_hint_n integer;
+    v_skip boolean := false;
+    v_key text;
     v_pooled boolean;  -- the look met a fitting row in a pool
     v_cands bigint[];
     v_n integer;
@@ -236,110 +245,155 @@ BEGIN
         -- one queue holds claimable tasks, the claim goes on as that queue's.
         v_look := GREATEST(c_head, c_look * required_class((LEAST(v_remaining, 2147483646) + 1)::integer));
         v_round := 0;
+        -- The session's hint (version 10): 'amount:skips:queue' after a look
+        -- of one queue ('*': every queue, one of which had tasks) found
+        -- nothing that fits. While the amount left is no larger, the pile is
+        -- at least as long, so the next c_dry_skips claims skip the look;
+        -- then one looks again, and a look that finds a fit clears the hint.
+        -- In a pile that grows by one task a claim (each takes the oldest
+        -- task that fits), a look past its budget is a statement in vain.
+        v_key := COALESCE(v_queues[1], '*');
+        v_hint := NULLIF(current_setting('taskqueue.dry_look', true), '');
+        IF v_hint IS NOT NULL AND NOT v_several THEN
+            v_hint_n := split_part(v_hint, ':', 2)::integer;
+            v_skip := substr(v_hint, length(split_part(v_hint, ':', 1)) + length(split_part(v_hint, ':', 2)) + 3) = v_key
+                      AND v_remaining <= split_part(v_hint, ':', 1)::bigint AND v_hint_n < c_dry_skips;
+            IF v_skip THEN
+                PERFORM set_config('taskqueue.dry_look', split_part(v_hint, ':', 1) || ':' || (v_hint_n + 1)::text || ':' || v_key,
+                                   false);
+            END IF;
+        END IF;
         <<look>>
         LOOP
             v_round := v_round + 1;
-            -- The rows that fit (and the one at the budget, so the look knows
-            -- how far it went), 8 at most; two statements, not one with a
-            -- branch per order, so each plan starts only its own index scan.
-            IF v_global OR v_lwalk THEN
-                SELECT array_agg(y.id ORDER BY y.rn) FILTER (WHERE y.fit AND y.pool IS NULL),
-                       array_agg(y.rn ORDER BY y.rn) FILTER (WHERE y.fit AND y.pool IS NULL),
-                       min(y.rn) FILTER (WHERE y.fit AND y.pool IS NOT NULL),
-                       count(*) FILTER (WHERE y.fit), count(*), max(y.rn),
-                       (array_agg(y.k1 ORDER BY y.rn DESC))[1], (array_agg(y.id ORDER BY y.rn DESC))[1]
-                  INTO v_cands, v_crn, v_prn, v_nfit, v_n, v_maxrn, v_hk, v_hid
-                  FROM (SELECT z.* FROM (SELECT t.id, t.priority::bigint AS k1, t.pool, row_number() OVER () AS rn,
-                                                t.required <= v_remaining AND (v_global OR t.queue = ANY (v_queues)) AS fit
-                                           FROM (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
-                                                  WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                                    AND (t.priority, t.id) > (v_lk::integer, v_lid)
-                                                  ORDER BY t.priority, t.id LIMIT v_look) t) z
-                         WHERE z.fit OR z.rn = v_look
-                         LIMIT c_head) y;
+            IF v_round = 1 AND v_skip THEN
+                -- The last look of this session for this queue (or every
+                -- queue) and at least this amount ran dry: to the buckets at
+                -- once (the hint skips a statement, never a row).
+                IF v_global THEN
+                    v_queues := claimable_queues(NULL, c_list);
+                    v_listed := true;
+                    v_more := cardinality(v_queues) >= c_list;
+                    IF cardinality(v_queues) IS DISTINCT FROM 1 THEN
+                        PERFORM set_config('taskqueue.dry_look', '', false);
+                        v_skip := false;
+                        v_round := 0;
+                        CONTINUE look;  -- not the queue the hint was learnt on: look after all
+                    END IF;
+                    v_global := false;
+                END IF;
             ELSE
-                SELECT array_agg(y.id ORDER BY y.rn) FILTER (WHERE y.fit AND y.pool IS NULL),
-                       array_agg(y.rn ORDER BY y.rn) FILTER (WHERE y.fit AND y.pool IS NULL),
-                       min(y.rn) FILTER (WHERE y.fit AND y.pool IS NOT NULL),
-                       count(*) FILTER (WHERE y.fit), count(*), max(y.rn),
-                       (array_agg(y.k1 ORDER BY y.rn DESC))[1], (array_agg(y.id ORDER BY y.rn DESC))[1]
-                  INTO v_cands, v_crn, v_prn, v_nfit, v_n, v_maxrn, v_hk, v_hid
-                  FROM (SELECT z.* FROM (SELECT t.id, t.priority::bigint AS k1, t.pool, row_number() OVER () AS rn,
-                                                t.required <= v_remaining AS fit
-                                           FROM (SELECT t.id, t.priority, t.required, t.pool FROM tasks t
-                                                  WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1]
-                                                    AND (t.priority, t.id) > (v_lk::integer, v_lid)
-                                                  ORDER BY t.priority, t.id LIMIT v_look) t) z
-                         WHERE z.fit OR z.rn = v_look
-                         LIMIT c_head) y;
+                -- The rows that fit (and the one at the budget, so the look knows
+                -- how far it went), 8 at most; two statements, not one with a
+                -- branch per order, so each plan starts only its own index scan.
+                IF v_global OR v_lwalk THEN
+                    SELECT array_agg(y.id ORDER BY y.rn) FILTER (WHERE y.fit AND y.pool IS NULL),
+                           array_agg(y.rn ORDER BY y.rn) FILTER (WHERE y.fit AND y.pool IS NULL),
+                           min(y.rn) FILTER (WHERE y.fit AND y.pool IS NOT NULL),
+                           count(*) FILTER (WHERE y.fit), count(*), max(y.rn),
+                           (array_agg(y.k1 ORDER BY y.rn DESC))[1], (array_agg(y.id ORDER BY y.rn DESC))[1]
+                      INTO v_cands, v_crn, v_prn, v_nfit, v_n, v_maxrn, v_hk, v_hid
+                      FROM (SELECT z.* FROM (SELECT t.id, t.priority::bigint AS k1, t.pool, row_number() OVER () AS rn,
+                                                    t.required <= v_remaining AND (v_global OR t.queue = ANY (v_queues)) AS fit
+                                               FROM (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
+                                                      WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                                        AND (t.priority, t.id) > (v_lk::integer, v_lid)
+                                                      ORDER BY t.priority, t.id LIMIT v_look) t) z
+                             WHERE z.fit OR z.rn = v_look
+                             LIMIT c_head) y;
+                ELSE
+                    SELECT array_agg(y.id ORDER BY y.rn) FILTER (WHERE y.fit AND y.pool IS NULL),
+                           array_agg(y.rn ORDER BY y.rn) FILTER (WHERE y.fit AND y.pool IS NULL),
+                           min(y.rn) FILTER (WHERE y.fit AND y.pool IS NOT NULL),
+                           count(*) FILTER (WHERE y.fit), count(*), max(y.rn),
+                           (array_agg(y.k1 ORDER BY y.rn DESC))[1], (array_agg(y.id ORDER BY y.rn DESC))[1]
+                      INTO v_cands, v_crn, v_prn, v_nfit, v_n, v_maxrn, v_hk, v_hid
+                      FROM (SELECT z.* FROM (SELECT t.id, t.priority::bigint AS k1, t.pool, row_number() OVER () AS rn,
+                                                    t.required <= v_remaining AS fit
+                                               FROM (SELECT t.id, t.priority, t.required, t.pool FROM tasks t
+                                                      WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1]
+                                                        AND (t.priority, t.id) > (v_lk::integer, v_lid)
+                                                      ORDER BY t.priority, t.id LIMIT v_look) t) z
+                             WHERE z.fit OR z.rn = v_look
+                             LIMIT c_head) y;
+                END IF;
+                IF v_round = 1 AND v_nfit > 0 AND v_hint IS NOT NULL THEN
+                PERFORM set_config('taskqueue.dry_look', '', false);  -- the pile is gone
+                v_hint := NULL;
             END IF;
             v_hit := COALESCE(v_maxrn = v_look, false);
-            v_pooled := v_prn IS NOT NULL;
-            IF v_pooled THEN
-                -- Only the fits before the first pooled one are candidates.
-                SELECT array_agg(u.id ORDER BY u.rn) INTO v_cands
-                  FROM unnest(v_cands, v_crn) AS u(id, rn) WHERE u.rn < v_prn;
-            END IF;
-            IF cardinality(v_cands) > 0 THEN
-                RETURN QUERY
-                    WITH c AS (
-                        SELECT t.id FROM unnest(v_cands) WITH ORDINALITY AS u(id, n)
-                          JOIN tasks t ON t.id = u.id
-                         WHERE t.state = 'queued' AND NOT t.parked
-                         ORDER BY u.n
-                         LIMIT 1
-                           FOR UPDATE OF t SKIP LOCKED)
-                    UPDATE tasks t
-                       SET state = 'running',
-                           attempts = t.attempts + 1,
-                           started_at = now(),
-                           worker = p_worker,
-                           lease_token = gen_random_uuid(),
-                           lease_seconds = p_lease,
-                           lease_expires_at = now() + make_interval(secs => p_lease)
-                      FROM c
-                     WHERE t.id = c.id
-                    RETURNING t.*;
-                IF FOUND THEN
-                    RETURN;
+                v_pooled := v_prn IS NOT NULL;
+                IF v_pooled THEN
+                    -- Only the fits before the first pooled one are candidates.
+                    SELECT array_agg(u.id ORDER BY u.rn) INTO v_cands
+                      FROM unnest(v_cands, v_crn) AS u(id, rn) WHERE u.rn < v_prn;
                 END IF;
-            END IF;
-            -- A fitting pooled row: the general path, from where this look
-            -- started, asks its pool.
-            EXIT look WHEN v_pooled;
-            IF v_nfit > 0 THEN
-                -- Every fit read is locked by a concurrent claim (or was taken
-                -- since): the general path goes on after the rows read.
-                IF NOT v_hit AND v_n < c_head THEN
-                    RETURN;  -- read to the end: whatever fits is locked
+                IF cardinality(v_cands) > 0 THEN
+                    RETURN QUERY
+                        WITH c AS (
+                            SELECT t.id FROM unnest(v_cands) WITH ORDINALITY AS u(id, n)
+                              JOIN tasks t ON t.id = u.id
+                             WHERE t.state = 'queued' AND NOT t.parked
+                             ORDER BY u.n
+                             LIMIT 1
+                               FOR UPDATE OF t SKIP LOCKED)
+                        UPDATE tasks t
+                           SET state = 'running',
+                               attempts = t.attempts + 1,
+                               started_at = now(),
+                               worker = p_worker,
+                               lease_token = gen_random_uuid(),
+                               lease_seconds = p_lease,
+                               lease_expires_at = now() + make_interval(secs => p_lease)
+                          FROM c
+                         WHERE t.id = c.id
+                        RETURNING t.*;
+                    IF FOUND THEN
+                        RETURN;
+                    END IF;
                 END IF;
+                -- A fitting pooled row: the general path, from where this look
+                -- started, asks its pool.
+                EXIT look WHEN v_pooled;
+                IF v_nfit > 0 THEN
+                    -- Every fit read is locked by a concurrent claim (or was taken
+                    -- since): the general path goes on after the rows read.
+                    IF NOT v_hit AND v_n < c_head THEN
+                        RETURN;  -- read to the end: whatever fits is locked
+                    END IF;
+                    v_lk := v_hk;
+                    v_lid := v_hid;
+                    EXIT look;
+                END IF;
+                IF NOT v_hit THEN
+                    RETURN;  -- read to the end: nothing fits
+                END IF;
+                -- Nothing that fits among the v_look rows: on from the last one.
                 v_lk := v_hk;
                 v_lid := v_hid;
-                EXIT look;
-            END IF;
-            IF NOT v_hit THEN
-                RETURN;  -- read to the end: nothing fits
-            END IF;
-            -- Nothing that fits among the v_look rows: on from the last one.
-            v_lk := v_hk;
-            v_lid := v_hid;
-            IF v_several THEN
-                -- A pile of other queues' (or too big) tasks: each listed
-                -- queue's own window comes next.
-                v_lwalk := false;
-                EXIT look;
-            END IF;
-            IF v_global THEN
-                -- Every queue: list them as W does (a few first). Several: W
-                -- walks on from here, counting these rows. Only one: that
-                -- queue's own look and buckets, as if it had been named.
-                v_walked := v_look;
-                v_window := false;
-                v_queues := claimable_queues(NULL, c_list);
-                v_listed := true;
-                v_more := cardinality(v_queues) >= c_list;
-                EXIT look WHEN cardinality(v_queues) IS DISTINCT FROM 1;
-                v_global := false;
+                IF v_several THEN
+                    -- A pile of other queues' (or too big) tasks: each listed
+                    -- queue's own window comes next.
+                    v_lwalk := false;
+                    EXIT look;
+                END IF;
+                IF v_global THEN
+                    -- Every queue: list them as W does (a few first). Several: W
+                    -- walks on from here, counting these rows. Only one: that
+                    -- queue's own look and buckets, as if it had been named.
+                    v_walked := v_look;
+                    v_window := false;
+                    v_queues := claimable_queues(NULL, c_list);
+                    v_listed := true;
+                    v_more := cardinality(v_queues) >= c_list;
+                    EXIT look WHEN cardinality(v_queues) IS DISTINCT FROM 1;
+                    v_global := false;
+                END IF;
+                IF v_round = 1 AND NOT v_several THEN
+                    -- One queue, and its pile outgrew the look: say so for the
+                    -- next claims of this session (v_hint, above).
+                    PERFORM set_config('taskqueue.dry_look', v_remaining::text || ':0:' || v_key, false);
+                END IF;
             END IF;
             EXIT look WHEN v_round >= 3;
             SELECT f.id, f.k1, f.required, f.pool INTO v_c

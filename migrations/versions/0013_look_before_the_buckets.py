@@ -22,6 +22,12 @@ head did. Over one queue, when the look finds nothing, the buckets find
 the next task that fits and the look runs again from there, so concurrent
 claims take the fits after it in one statement each.
 
+A session remembers a look that ran dry over one queue (the setting
+taskqueue.dry_look): the next 15 claims of no larger an amount ask the
+buckets at once, then one looks again. In a pile that grows by one task a
+claim, a look past its budget is a statement in vain. The hint skips a
+statement, never a row, so it cannot change what a claim takes.
+
 Only the function changes; no table or index does.
 """
 
