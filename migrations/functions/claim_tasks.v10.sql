@@ -383,9 +383,11 @@ BEGIN
                     -- queue's own look and buckets, as if it had been named.
                     v_walked := v_look;
                     v_window := false;
-                    v_queues := claimable_queues(NULL, c_list);
-                    v_listed := true;
-                    v_more := cardinality(v_queues) >= c_list;
+                    IF NOT v_listed THEN  -- listed already when a hint sent this claim here first
+                        v_queues := claimable_queues(NULL, c_list);
+                        v_listed := true;
+                        v_more := cardinality(v_queues) >= c_list;
+                    END IF;
                     EXIT look WHEN cardinality(v_queues) IS DISTINCT FROM 1;
                     v_global := false;
                 END IF;
