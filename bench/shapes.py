@@ -22,7 +22,8 @@ Each shape is measured side by side in one run:
   image after a checkpoint).
 All three with 1 and with 8 consumer processes; then ours' claim p99 at a 10k
 backlog of the same shape against the full one, their claims interleaved
-(so both see the same disk), and ``claim_many(limit=100)`` per task claimed. Claimed rows are put back between phases.
+(so both see the same disk), and ``claim_many(limit=100)`` per task claimed.
+Claimed rows are put back between phases.
 """
 
 from __future__ import annotations
@@ -62,13 +63,15 @@ class Shape:
     def queue_list(self) -> list[str] | None:
         return [f"q{i}" for i in range(self.listed)] if self.listed else None
 
-    def naive_sql(self) -> str:
+    def _sql(self, template: str) -> str:
         order = "priority DESC, id" if self.order == "max" else "priority, id"
-        return NAIVE.format(order=order, listed="AND queue = ANY (%(queues)s)" if self.listed else "")
+        return template.format(order=order, listed="AND queue = ANY (%(queues)s)" if self.listed else "")
+
+    def naive_sql(self) -> str:
+        return self._sql(NAIVE)
 
     def by_id_sql(self) -> str:
-        order = "priority DESC, id" if self.order == "max" else "priority, id"
-        return BY_ID_IDS.format(order=order, listed="AND queue = ANY (%(queues)s)" if self.listed else "")
+        return self._sql(BY_ID_IDS)
 
     def naive_params(self, available: int) -> dict[str, Any]:
         return {"a": available, "pools": self.pools, "queues": self.queue_list}
@@ -177,13 +180,19 @@ def _available(shape: Shape, rng: random.Random) -> int:
     return shape.available
 
 
+def _connect(args: dict[str, Any]) -> psycopg.Connection[Any]:
+    """A bare psycopg connection on the shape's schema (the naive and by-id clients)."""
+    conn = psycopg.connect(args["dsn"])
+    conn.execute("SELECT set_config('search_path', %s, false)", (f'"{args["schema"]}"',))
+    conn.commit()
+    return conn
+
+
 def _naive_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
     shape: Shape = args["shape"]
     sql = shape.naive_sql()
     rng = random.Random(idx)
-    with psycopg.connect(args["dsn"]) as conn:
-        conn.execute("SELECT set_config('search_path', %s, false)", (f'"{args["schema"]}"',))
-        conn.commit()
+    with _connect(args) as conn:
         stop = common.ready(counter, sync)
         n = 0
         while not stop.is_set() and n < args["cap"]:
@@ -202,8 +211,7 @@ def _by_id_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> di
     """The ceiling: the rows the naive query would take, claimed and completed by id, no search on the clock."""
     shape: Shape = args["shape"]
     a = shape.available[1] if isinstance(shape.available, tuple) else shape.available
-    with psycopg.connect(args["dsn"]) as conn:
-        conn.execute("SELECT set_config('search_path', %s, false)", (f'"{args["schema"]}"',))
+    with _connect(args) as conn:
         params = {**shape.naive_params(a), "clients": args["clients"], "idx": idx, "cap": args["cap"]}
         ids = [r[0] for r in conn.execute(shape.by_id_sql(), params)]
         conn.commit()

@@ -318,10 +318,10 @@ BEGIN
                              LIMIT c_head) y;
                 END IF;
                 IF v_round = 1 AND v_nfit > 0 AND v_hint IS NOT NULL THEN
-                PERFORM set_config('taskqueue.dry_look', '', false);  -- the pile is gone
-                v_hint := NULL;
-            END IF;
-            v_hit := COALESCE(v_maxrn = v_look, false);
+                    PERFORM set_config('taskqueue.dry_look', '', false);  -- the pile is gone
+                    v_hint := NULL;
+                END IF;
+                v_hit := COALESCE(v_maxrn = v_look, false);
                 v_pooled := v_prn IS NOT NULL;
                 IF v_pooled THEN
                     -- Only the fits before the first pooled one are candidates.
