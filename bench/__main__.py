@@ -14,6 +14,7 @@ from . import common
 
 SCENARIOS = (
     "shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "async_api", "report",
+    "versions",
 )
 
 
@@ -26,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dsn", default=common.DEFAULT_DSN, help="libpq DSN (database created if missing)")
     parser.add_argument("--churn-rows", type=int, default=None, help="report only: size of the churn run")
     parser.add_argument("--only", default=None, help="shapes: comma-separated shape names; scheduling: drain or real")
+    parser.add_argument("--old", default=None,
+                        help="versions: the older function file to compare with, e.g. claim_tasks.v10")
     parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
     ns = parser.parse_args(argv)
     if ns.scenario == "report" and ns.render:
@@ -34,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         report.render(ns.render)
         return 0
     dsn = common.ensure_database(ns.dsn)
-    opts = common.Options(dsn=dsn, rows=ns.rows, seconds=ns.seconds, churn_rows=ns.churn_rows, only=ns.only)
+    opts = common.Options(dsn=dsn, rows=ns.rows, seconds=ns.seconds, churn_rows=ns.churn_rows, only=ns.only,
+                          old=ns.old)
     module = importlib.import_module(f"bench.{ns.scenario}")
     result = module.run(opts)
     result.setdefault("server", common.server_facts(dsn))

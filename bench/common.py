@@ -33,6 +33,7 @@ class Options:
     seconds: float | None
     churn_rows: int | None = None
     only: str | None = None
+    old: str | None = None
 
 
 def with_dbname(dsn: str, dbname: str) -> str:

@@ -500,3 +500,81 @@ def test_a_dry_look_hint_set_by_hand_is_cleared_and_the_claim_stays_exact(dsn: s
         hint = conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()
     assert expected is not None and got == expected
     assert hint is not None and hint[0] == ""
+
+
+def test_a_claim_over_every_queue_walks_a_pile_in_plain_statements_and_remembers_how_many_queues(dsn: str) -> None:
+    """50 queues, a pile of 3,000 tasks too big at the head of the shared
+    order: a claim given no queue list walks it as step W would, in plain
+    statements (claim_tasks v11), listing queues only as the walk outgrows
+    those listed (8 rows a queue for each class below 51: 1,536 rows for the
+    32 it lists, so no bucket is asked), and keeps the count
+    (taskqueue.queue_count). The session's
+    next claim walks that far before it lists any: no claimable_queues call.
+    A count gone stale, or one that is not a number, changes the cost, never
+    the task claimed."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT 'q' || g % 50, '{}'::jsonb, 0, CASE WHEN g <= 1500 THEN 600 ELSE 1 + (g * 7919) % 100 END, "
+            "'queued', 3 FROM generate_series(1, 8000) g")
+        conn.commit()
+        with psycopg.connect(dsn, autocommit=True) as vac:
+            vac.execute("VACUUM ANALYZE taskqueue.tasks")
+
+        def first_fit() -> int:
+            row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= 50 "
+                               "ORDER BY priority, id LIMIT 1").fetchone()
+            assert row is not None
+            return int(row[0])
+
+        def count() -> str:
+            row = conn.execute("SELECT current_setting('taskqueue.queue_count', true)").fetchone()
+            return str(row[0] if row and row[0] is not None else "")
+
+        sql = "SELECT id FROM claim_tasks(50, 1, NULL, 'w', 60, false)"
+
+        def claim() -> tuple[list[int], dict[str, int]]:
+            """One claim, committed (a setting made in a transaction that rolls back is undone)."""
+            try:
+                conn.execute("SET LOCAL track_functions = 'pl'")
+            except psycopg.errors.InsufficientPrivilege:
+                conn.rollback()
+                pytest.skip("counting function calls needs a role that may set track_functions")
+            before = _function_calls(conn)
+            ids = [r[0] for r in conn.execute(sql).fetchall()]
+            after = _function_calls(conn)
+            conn.commit()
+            return ids, {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}
+
+        expected = first_fit()
+        ids, calls = claim()
+        assert ids == [expected]
+        assert calls.get("claimable_queues", 0) >= 1 and "fit_candidate" not in calls, calls
+        assert count() == "32"  # 8 listed, then 32: their share (1,536 rows) reaches past the pile
+        expected = first_fit()
+        ids, calls = claim()
+        assert ids == [expected]
+        assert "claimable_queues" not in calls and "fit_candidate" not in calls, calls
+        assert count() == "32"
+        for stale in ("100000", "2", "0", "many", "-5"):
+            conn.execute("SELECT set_config('taskqueue.queue_count', %s, false)", (stale,))
+            conn.commit()
+            expected = first_fit()
+            ids, _ = claim()
+            assert ids == [expected], stale
+        # A pile with nothing that fits after it: every queue's share is
+        # walked, then the buckets answer, and the claim comes back empty.
+        conn.execute("UPDATE tasks SET required = 600 WHERE required <= 50")
+        conn.commit()
+        for hint in ("50", "100000", ""):
+            conn.execute("SELECT set_config('taskqueue.queue_count', %s, false)", (hint,))
+            conn.commit()
+            ids, _ = claim()
+            assert ids == [], hint
+
+
+def _function_calls(conn: psycopg.Connection) -> dict[str, int]:
+    """Calls of each of the queue's PL/pgSQL functions, as this backend counts them so far."""
+    return {str(k): int(v) for k, v in conn.execute(
+        "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'taskqueue'").fetchall()}

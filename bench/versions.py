@@ -1,0 +1,93 @@
+"""Two versions of a claim function side by side on the same shape: ``python -m bench versions``.
+
+A change to ``claim_tasks`` is judged against the version it replaces, not
+against a figure from another day: the shape is seeded twice, the older
+function file (``--old``, e.g. ``claim_tasks.v10``) is loaded into one copy,
+and the two are measured in interleaved rounds, 1 and 8 consumers each, so
+a slow spell of the machine falls on both. The result is new / old per
+round and the median of the rounds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import psycopg
+
+from . import common, shapes
+
+OLD_SCHEMA = "bench_versions_old"
+NEW_SCHEMA = "bench_versions_new"
+ROUNDS = 3
+
+
+def load_old(dsn: str, schema: str, name: str) -> None:
+    """Load the function file ``name`` into ``schema`` (the schema's own search path, as a migration runs it)."""
+    import sqlalchemy as sa
+
+    from taskqueue.migrate import functions_dir, load_sql_objects
+
+    if not (functions_dir() / f"{name}.sql").is_file():
+        raise SystemExit(f"versions: no function file {name}.sql under migrations/functions")
+    engine = sa.create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn))
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"SET LOCAL search_path = \"{schema}\"")
+            load_sql_objects(conn, name)
+    finally:
+        engine.dispose()
+
+
+def measure(dsn: str, shape: shapes.Shape, rows: int, seconds: float, old: str) -> dict[str, Any]:
+    for schema in (OLD_SCHEMA, NEW_SCHEMA):
+        common.console.log(f"versions: {shape.name}: seeding {rows:,} rows into {schema}")
+        shapes.seed(dsn, schema, shape, rows)
+    load_old(dsn, OLD_SCHEMA, old)
+    cap = max(1, rows // 4 // shapes.CLIENTS // ROUNDS)
+    rounds: dict[str, list[dict[str, float]]] = {"x1": [], f"x{shapes.CLIENTS}": []}
+    for r in range(ROUNDS):
+        for clients in (1, shapes.CLIENTS):
+            got: dict[str, float] = {}
+            # Alternate which goes first, so neither always gets the warmer cache.
+            order = (OLD_SCHEMA, NEW_SCHEMA) if r % 2 == 0 else (NEW_SCHEMA, OLD_SCHEMA)
+            for schema in order:
+                args = {"dsn": dsn, "schema": schema, "shape": shape, "cap": cap}
+                label = f"{shape.name} {'old' if schema == OLD_SCHEMA else 'new'} x{clients} round {r + 1}"
+                got[schema], _ = shapes._phase(shapes._ours_client, clients, args, label, seconds)
+                shapes.reset(dsn, schema)
+            rounds[f"x{clients}"].append({"old_per_s": got[OLD_SCHEMA], "new_per_s": got[NEW_SCHEMA],
+                                          "new_over_old": common.ratio(got[NEW_SCHEMA], got[OLD_SCHEMA])})
+    out: dict[str, Any] = {"shape": shape.name, "rows": rows, "old": old, "rounds": rounds}
+    for key, values in rounds.items():
+        out[key] = statistics.median(v["new_over_old"] for v in values)
+    return out
+
+
+def run(opts: common.Options) -> dict[str, Any]:
+    if not opts.old:
+        raise SystemExit("versions: name the older function file with --old, e.g. --old claim_tasks.v10")
+    wanted = set(opts.only.split(",")) if opts.only else None
+    picked = [s for s in shapes.SHAPES if wanted is None or s.name in wanted]
+    unknown = (wanted or set()) - {s.name for s in shapes.SHAPES}
+    if unknown:
+        raise SystemExit(f"versions: unknown shape(s): {', '.join(sorted(unknown))}")
+    rows = opts.rows or shapes.DEFAULT_ROWS
+    seconds = opts.seconds or 5.0
+    try:
+        results = [measure(opts.dsn, s, rows, seconds, opts.old) for s in picked]
+    finally:
+        for schema in (OLD_SCHEMA, NEW_SCHEMA):
+            common.drop_schema(opts.dsn, schema)
+    return {"scenario": "versions", "rows": rows, "seconds_per_phase": seconds, "rounds": ROUNDS,
+            "clients": shapes.CLIENTS, "old": opts.old, "shapes": results}
+
+
+def table(result: dict[str, Any]) -> str:
+    """Markdown: new / old per shape, median of the rounds and each round."""
+    n = result["clients"]
+    lines = [f"| shape | new / old x1 | new / old x{n} | rounds x1 | rounds x{n} |", "|---|---|---|---|---|"]
+    for s in result["shapes"]:
+        each = {k: " ".join(f"{v['new_over_old']:.2f}" for v in s["rounds"][k]) for k in s["rounds"]}
+        lines.append(f"| {s['shape']} | {s['x1']:.2f}× | {s[f'x{n}']:.2f}× | {each['x1']} | {each[f'x{n}']} |")
+    return "\n".join(lines)
