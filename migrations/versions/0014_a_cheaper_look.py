@@ -1,4 +1,4 @@
-"""A look that meets a fitting task in a pool hands on from just before it.
+"""A cheaper look, a plain walk over every queue, and a pooled fit handed on from just before it.
 
 Revision ID: 0014
 Revises: 0013
@@ -16,6 +16,16 @@ task: every row before it was too big, or a fit with no pool that no one
 could take. It also clears a taskqueue.dry_look setting that does not read
 'amount:skips:queue' instead of parsing it, so a value set by hand cannot
 make a claim fail.
+
+The look also reads more cheaply. v10 numbered every row it read
+(row_number()), which cost as much as reading them; v11 numbers only the
+fits, and reads the budget's last key in the same statement only when
+nothing fits. Over every queue, a look that finds nothing walks on in plain
+statements, twice as far as step W's cursor windows would have (a row costs
+about half as much), listing queues only as the walk outgrows those listed;
+the session keeps the count of queues it listed (taskqueue.queue_count), so
+its next claim walks that far before it lists any queue. A list of several
+queues looks that far along the shared order at once.
 
 Only the function changes; no table or index does.
 """
