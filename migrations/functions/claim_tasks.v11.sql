@@ -528,7 +528,13 @@ BEGIN
                 RETURN;  -- nothing after the look fits
             END IF;
             IF v_c.pool IS NOT NULL THEN
-                v_window := v_remaining >= c_exact;  -- the general path meets it, and asks its pool
+                -- The general path meets it, and asks its pool, from just
+                -- before it (version 11; version 10 went on from where the
+                -- look ended, or began when a hint skipped it, and read the
+                -- pile there again before it asked the buckets a second time).
+                v_lk := v_c.k1;
+                v_lid := v_c.id - 1;
+                v_window := v_remaining >= c_exact;
                 EXIT look;
             END IF;
             v_lk := v_c.k1;
