@@ -352,6 +352,24 @@ def _calls_in_transaction(conn: psycopg.Connection, sql: str) -> tuple[list[int]
     return ids, calls
 
 
+def _seed_pile(conn: psycopg.Connection, dsn: str, pile: int, rows: int, pool: str | None) -> int:
+    """One queue, sizes 1..1M (half fit 500,000) behind a pile of ``pile`` tasks too big; the first fit's id."""
+    conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+    conn.execute(
+        "INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
+        "SELECT 'default', '{}'::jsonb, 0, CASE WHEN g <= %s THEN 500001 + g %% 1000 "
+        "ELSE 1 + (g * 7919) %% 1000000 END, %s, 'queued', 3 FROM generate_series(1, %s) g",
+        (pile, pool, rows),
+    )
+    conn.commit()
+    with psycopg.connect(dsn, autocommit=True) as vac:
+        vac.execute("VACUUM ANALYZE taskqueue.tasks")
+    row = conn.execute("SELECT id FROM tasks WHERE required <= 500000 ORDER BY priority, id LIMIT 1").fetchone()
+    conn.rollback()
+    assert row is not None
+    return int(row[0])
+
+
 @pytest.mark.parametrize("queues", [None, ["default"]])
 @pytest.mark.parametrize("pile", [200, 5000])
 def test_a_single_claim_looks_past_a_pile_of_tasks_too_big_before_it_asks_the_buckets(
@@ -364,25 +382,13 @@ def test_a_single_claim_looks_past_a_pile_of_tasks_too_big_before_it_asks_the_bu
     (claim_tasks v10); version 9 asked the buckets past 72 rows. A longer pile
     is left to the buckets, and the look runs again from the task they found."""
     with psycopg.connect(dsn) as conn:
-        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
-        conn.execute(
-            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
-            "SELECT 'default', '{}'::jsonb, 0, CASE WHEN g <= %s THEN 500001 + g %% 1000 "
-            "ELSE 1 + (g * 7919) %% 1000000 END, 'queued', 3 FROM generate_series(1, 20000) g",
-            (pile,),
-        )
-        conn.commit()
-        with psycopg.connect(dsn, autocommit=True) as vac:
-            vac.execute("VACUUM ANALYZE taskqueue.tasks")
-        first = conn.execute(
-            "SELECT id FROM tasks WHERE required <= 500000 ORDER BY priority, id LIMIT 1").fetchone()
-        conn.rollback()
+        first = _seed_pile(conn, dsn, pile, 20000, None)
         sql = "SELECT * FROM claim_tasks(500000, 1, %s, 'w', 60, false)" % (
             "NULL" if queues is None else "ARRAY['default']")
         explain(conn, sql)
         buffers, plan = explain(conn, sql)
         ids, calls = _calls_in_transaction(conn, sql.replace("*", "id"))
-    assert first is not None and ids == [first[0]]
+    assert ids == [first]
     assert plan["Actual Rows"] == 1
     if pile < 608:
         assert "fit_candidate" not in calls, calls
@@ -448,20 +454,8 @@ def test_a_look_that_meets_a_pooled_fit_hands_on_from_just_before_it(dsn: str) -
     there and asked the buckets: 614 rows, and a search."""
     pile = 500
     with psycopg.connect(dsn) as conn:
-        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
-        conn.execute("INSERT INTO pools (name, running_limit) VALUES ('net', 1000)")
-        conn.execute(
-            "INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
-            "SELECT 'default', '{}'::jsonb, 0, CASE WHEN g <= %s THEN 500001 + g %% 1000 "
-            "ELSE 1 + (g * 7919) %% 1000000 END, 'net', 'queued', 3 FROM generate_series(1, 5000) g",
-            (pile,),
-        )
-        conn.commit()
-        with psycopg.connect(dsn, autocommit=True) as vac:
-            vac.execute("VACUUM ANALYZE taskqueue.tasks")
-        first = conn.execute(
-            "SELECT id FROM tasks WHERE required <= 500000 ORDER BY priority, id LIMIT 1").fetchone()
-        conn.rollback()
+        conn.execute("INSERT INTO taskqueue.pools (name, running_limit) VALUES ('net', 1000)")
+        first = _seed_pile(conn, dsn, pile, 5000, "net")
         for queues in ("NULL", "ARRAY['default']"):
             sql = f"SELECT id FROM claim_tasks(500000, 1, {queues}, 'w', 60, false)"
             conn.execute(sql)  # warm the plans
@@ -472,7 +466,7 @@ def test_a_look_that_meets_a_pooled_fit_hands_on_from_just_before_it(dsn: str) -
             ids = [r[0] for r in conn.execute(sql).fetchall()]
             fetched = _index_fetches(conn) - before
             conn.rollback()
-            assert first is not None and ids == [first[0]]
+            assert ids == [first]
             assert pile <= fetched < pile + 64, (
                 f"{fetched} rows fetched by index to claim past a pile of {pile} ({queues})")
 
