@@ -33,7 +33,7 @@ def load_old(dsn: str, schema: str, name: str) -> None:
     engine = sa.create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn))
     try:
         with engine.begin() as conn:
-            conn.exec_driver_sql(f"SET LOCAL search_path = \"{schema}\"")
+            conn.exec_driver_sql("SELECT set_config('search_path', %s, true)", (f'"{schema}"',))
             load_sql_objects(conn, name)
     finally:
         engine.dispose()
