@@ -346,8 +346,7 @@ def _calls_in_transaction(conn: psycopg.Connection, sql: str) -> tuple[list[int]
         conn.rollback()
         pytest.skip("counting function calls needs a role that may set track_functions")
     ids = [r[0] for r in conn.execute(sql).fetchall()]
-    calls = dict(conn.execute(
-        "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'taskqueue'").fetchall())
+    calls = _function_calls(conn)
     conn.rollback()
     return ids, calls
 

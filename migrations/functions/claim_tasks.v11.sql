@@ -94,11 +94,11 @@
 --    as step W would (c_walk, 16 rows a queue for each class below what is
 --    left + 1; a walk with no cursor reads a row for about half what W's
 --    windows paid), listing queues only as the walk outgrows those listed,
---    and keeps their
---    count in the session (taskqueue.queue_count), so the next claim's first
---    look may walk that far before it lists any. Measured over 1,000 queues
---    with a pile at the head (queues_half), server time per claim fell from
---    1,259 us to 799 us, and claimable_queues from 1.6 calls a claim to none.
+--    and keeps their count in the session (taskqueue.queue_count), so the
+--    next claim's first look may walk that far before it lists any. Measured
+--    over 1,000 queues with a pile at the head (queues_half), server time per
+--    claim fell from 1,259 us to 799 us, and claimable_queues from 1.6 calls a
+--    claim to none.
 --    A list of several queues looks that far along the shared order at once
 --    (its first look's budget is c_walk rows a listed queue for each class):
 --    over 20 listed queues of 40 (listed_half), 2,148 and 2,273 us a claim
@@ -472,24 +472,19 @@ BEGIN
                 IF v_global THEN
                     -- Every queue: step W's walk, here in plain statements
                     -- (version 11; W's windows number their rows through a
-                    -- cursor, about twice the cost a row): on from the last key
-                    -- read, c_walk rows per class per queue that has claimable
-                    -- tasks (W's windows: 8), listing more queues (a few first, then four times
-                    -- as many) only as the walk outgrows those listed. The
-                    -- session's count of queues from its last listing
-                    -- (taskqueue.queue_count) lets the walk go that far before
-                    -- it lists any: a count gone stale costs one walk, never a
-                    -- row. Every listed queue's share walked: the buckets (step
-                    -- 2). Only one queue: its own look and buckets, as if it had
-                    -- been named.
+                    -- cursor, about twice the cost a row): on from the last
+                    -- key read, c_walk rows per class per queue that has
+                    -- claimable tasks (W's windows: 8), listing more queues (a
+                    -- few first, then four times as many) only as the walk
+                    -- outgrows those listed. The count listed is kept for the
+                    -- session (taskqueue.queue_count), whose next first look
+                    -- walks that far before it lists any (above): a count gone
+                    -- stale costs one walk, never a row. Every listed queue's
+                    -- share walked: the buckets (step 2). Only one queue: its
+                    -- own look and buckets, as if it had been named.
                     v_walked := v_walked + v_look;
                     v_window := false;
                     v_per_queue := c_walk * v_class;
-                    IF NOT v_listed AND v_qcount * v_per_queue > v_walked THEN
-                        v_look := v_qcount * v_per_queue - v_walked;
-                        v_walk := true;
-                        CONTINUE look;
-                    END IF;
                     IF NOT v_listed THEN  -- listed already when a hint sent this claim here first
                         v_queues := claimable_queues(NULL, c_list);
                         v_listed := true;
