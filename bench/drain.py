@@ -43,9 +43,9 @@ CPU_ROWS_DIVISOR = 5
 ROUNDS = 2
 POLL = 0.004
 READY_TIMEOUT = 60.0
-HANDLERS = ("noop", "sleep", "cpu", "async_noop")
+HANDLERS = ("noop", "sleep", "cpu", "async_noop", "async_sleep")
 #: taskqueue only; set against PGQueuer's own (async) handler of the same work.
-PEER_HANDLER = {"async_noop": "noop"}
+PEER_HANDLER = {"async_noop": "noop", "async_sleep": "sleep"}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -329,7 +329,7 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
 
 
 # -- enqueue, side by side ----------------------------------------------------
-def enqueue_check(dsn: str, pgq: Pgq | None, rounds: int = 3, single: int = 300, batch: int = 10_000) -> dict[str, Any]:
+def enqueue_check(dsn: str, pgq: Pgq | None, rounds: int = 7, single: int = 300, batch: int = 10_000) -> dict[str, Any]:
     """Single and 10k-batch enqueue of both libraries, interleaved rounds (PGQueuer on asyncpg + uvloop)."""
     from taskqueue import TaskQueue
 

@@ -7,7 +7,9 @@ user would pass them). PGQueuer: ``python -m bench.drain_app pgq`` runs
 PGQueuer's own benchmark does.
 
 The environment says which handler to run (``BENCH_HANDLER``: noop, sleep,
-cpu, stamp, async_noop: a no-op ``async def`` on taskqueue's event loop) and where to say "connected and listening"
+cpu, stamp, async_noop: a no-op ``async def`` on taskqueue's event loop,
+async_sleep: ``await asyncio.sleep(0.001)`` there, as PGQueuer's sleep
+handler does) and where to say "connected and listening"
 (``BENCH_READY``: a directory; one file per process). Imports, connecting and
 LISTEN all happen before that file appears, so none of it is on the clock.
 ``stamp`` appends ``task_id started_at`` (``time.time()``) for every probe task
@@ -77,6 +79,12 @@ def _make_worker() -> Any:
 
         async def handle(task: Task) -> None:  # type: ignore[misc]
             return None
+
+    elif HANDLER == "async_sleep":  # the 1 ms wait as PGQueuer's handler waits: awaited, on the event loop
+        import asyncio
+
+        async def handle(task: Task) -> None:  # type: ignore[misc]
+            await asyncio.sleep(SLEEP_SECONDS)
 
     elif HANDLER == "stamp":
 

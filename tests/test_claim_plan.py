@@ -446,11 +446,11 @@ def test_a_session_that_saw_a_dry_look_asks_the_buckets_at_once_and_looks_again_
 
 def test_a_look_that_meets_a_pooled_fit_hands_on_from_just_before_it(dsn: str) -> None:
     """Every task in a pool, a pile of 500 tasks too big in front: the look
-    meets the first fit, sees its pool and hands the claim to the general
-    path, which asks the pool. It starts just before that task (claim_tasks
-    v11): 516 rows fetched by index here, the pile once and the look's fits.
-    Version 10 went back to where the look had started, read a 64-row window
-    there and asked the buckets: 614 rows, and a search."""
+    meets the first fit and its pool. Version 11 handed the claim to the
+    general path just before that task: 516 rows fetched by index here, the
+    pile once and the look's fits; version 10 went back to where the look had
+    started, read a 64-row window there and asked the buckets: 614 rows, and
+    a search. Version 12 starts the task in the look, with its pool's slot."""
     pile = 500
     with psycopg.connect(dsn) as conn:
         conn.execute("INSERT INTO taskqueue.pools (name, running_limit) VALUES ('net', 1000)")
@@ -468,6 +468,43 @@ def test_a_look_that_meets_a_pooled_fit_hands_on_from_just_before_it(dsn: str) -
             assert ids == [first]
             assert pile <= fetched < pile + 64, (
                 f"{fetched} rows fetched by index to claim past a pile of {pile} ({queues})")
+
+
+def test_the_look_starts_a_pooled_task_with_its_slot_and_parks_the_fits_of_full_pools(dsn: str) -> None:
+    """At the head: fits in a full pool, one task too big, then fits in a pool
+    with room. The look starts the first fit in the pool with room and takes
+    its slot in the same statement, with no call to take_task, take_pool_slot
+    or the buckets (claim_tasks v12; version 11 sent every pooled fit to the
+    general path), and parks the full pool's fits it passed over. The pool
+    counts stay exact, and a pool found full under its lock still starts
+    nothing: the claim then goes on to a task with no pool."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute("INSERT INTO pools (name, running_limit) VALUES ('full', 0), ('open', 2)")
+        ids = [r[0] for r in conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
+            "SELECT 'default', '{}'::jsonb, 0, CASE WHEN g = 4 THEN 900 ELSE 10 END, "
+            "CASE WHEN g <= 3 THEN 'full' WHEN g <= 7 THEN 'open' END, 'queued', 3 "
+            "FROM generate_series(1, 9) g ORDER BY g RETURNING id").fetchall()]
+        conn.commit()
+        claim = "SELECT id, pool FROM claim_tasks(100, 1, NULL, 'w', 60, false)"
+        conn.execute(claim)  # warm the plans
+        conn.rollback()
+        got, calls = _calls_in_transaction(conn, claim.replace("id, pool", "id"))
+        assert got == [ids[4]]
+        assert calls.keys() <= {"claim_tasks", "park_rows"}, calls
+        for expected in (ids[4], ids[5]):
+            assert conn.execute(claim).fetchall() == [(expected, "open")]
+            conn.commit()
+        parked = [r[0] for r in conn.execute("SELECT id FROM tasks WHERE parked ORDER BY id")]
+        assert parked == ids[:3]
+        assert conn.execute("SELECT running FROM pools WHERE name = 'open'").fetchone()[0] == 2
+        # 'open' is full now (2 of 2): its next fit starts nothing, the task with no pool is next.
+        assert conn.execute(claim).fetchall() == [(ids[7], None)]
+        conn.commit()
+        assert conn.execute("SELECT running FROM pools WHERE name = 'open'").fetchone()[0] == 2
+        states = dict(conn.execute("SELECT id, state FROM tasks").fetchall())
+        assert [states[i] for i in ids] == ["queued"] * 4 + ["running"] * 2 + ["queued", "running", "queued"]
 
 
 def _index_fetches(conn: psycopg.Connection) -> int:
