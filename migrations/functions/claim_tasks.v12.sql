@@ -105,8 +105,8 @@
 --    against 3,126 and 2,684 for version 10, in alternating runs.
 -- Version 12 (migration 0015): the look starts a pooled task itself. It
 --    reads, with each fit, whether its pool was full (no lock); the first fit
---    no one has locked, up to and including the first in a pool with room,
---    is locked and started with its pool's slot taken, in one statement.
+--    no one has locked among those whose pool was not full, pooled or not, is
+--    locked and started with its pool's slot taken, in one statement.
 --    Fits in full pools are passed over, their pools known full for the rest
 --    of the call and their rows parked. Version 11 sent every pooled fit to
 --    the general path (a cursor window, take_task and take_pool_slot, the
@@ -435,14 +435,13 @@ BEGIN
                     v_hk := v_end_key[1];
                     v_hid := v_end_key[2];
                 END IF;
+                -- The candidates: every fit read whose pool was not full,
+                -- pooled or not (version 12; before, only the fits ahead of
+                -- the first pooled one, and the general path took that one).
+                -- With 8 consumers at one head, a claim that loses the first
+                -- candidate takes the next, as the naive query's SKIP LOCKED
+                -- walk does.
                 v_pooled := v_prn IS NOT NULL;
-                IF v_pooled THEN
-                    -- The candidates: the fits up to the first one in a pool
-                    -- with room, that one included (version 12; before, the
-                    -- general path took every pooled task).
-                    SELECT array_agg(u.id ORDER BY u.rn) INTO v_cands
-                      FROM unnest(v_cands, v_crn) AS u(id, rn) WHERE u.rn <= v_prn;
-                END IF;
                 IF v_fulls IS NOT NULL THEN
                     -- Fits whose pool was full when read: passed over, their
                     -- pools known full for the rest of the call (as the
@@ -458,8 +457,10 @@ BEGIN
                     -- pool (take_task's order), and this is the first pool row
                     -- the call locks, so it may be waited for. A pool found
                     -- full under its lock starts nothing, and the general path
-                    -- goes on from just before that task, which this
-                    -- transaction still holds, and asks the same pool first.
+                    -- goes on from just before the first pooled candidate: at
+                    -- or before the task this transaction now holds, whose
+                    -- pool it then asks first (every candidate ahead of that
+                    -- task was locked elsewhere).
                     RETURN QUERY
                         WITH c AS (
                             SELECT t.id, t.pool FROM unnest(v_cands) WITH ORDINALITY AS u(id, n)

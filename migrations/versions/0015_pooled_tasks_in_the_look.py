@@ -12,9 +12,9 @@ a time. Where every task has a pool and half the pools are full, that came to
 0.68x the naive query.
 
 claim_tasks v12's look reads, with each fit, whether its pool was full. It
-locks and starts the first fit no one holds, up to and including the first
-in a pool with room, and takes that pool's slot in the same statement (the
-task row first, then the pool, as take_task does). Fits in full pools are
+locks and starts the first fit no one holds among those whose pool was not
+full, and takes that task's pool slot in the same statement (the task row
+first, then the pool, as take_task does). Fits in full pools are
 passed over and parked; a pool found full under its lock sends the claim on
 to the general path, from just before that task, as before. A pooled task
 found by the buckets goes back to the look, as one with no pool did.
