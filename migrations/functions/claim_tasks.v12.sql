@@ -175,8 +175,6 @@ DECLARE
     v_round integer;
     v_hit boolean;     -- the look read all its budget and nothing fit
     v_end_key bigint[];  -- then, the key of the budget's last row
-    v_crn bigint[];    -- the candidates' places among the fits the look read
-    v_prn bigint;      -- the place among them of the first fitting row in a pool
     c_dry_skips CONSTANT integer := 15;  -- claims that skip the look after one ran dry
     v_hint text;
     v_hint_n integer;
@@ -197,7 +195,7 @@ DECLARE
     v_nfit integer;
     v_hk bigint;
     v_hid bigint;
-    v_pk bigint;       -- the first fitting pooled row's key (version 11)
+    v_pk bigint;       -- the first fit in a pool that was not full: its key
     v_pid bigint;
     v_fulls bigint[];  -- fits the look read whose pool was full, unlocked (version 12)
     v_fpools text[];   -- and their pools
@@ -371,8 +369,6 @@ BEGIN
                 -- starts only its own index scan.
                 IF v_global OR v_lwalk THEN
                     SELECT array_agg(y.id ORDER BY y.fn) FILTER (WHERE NOT y.full),
-                           array_agg(y.fn ORDER BY y.fn) FILTER (WHERE NOT y.full),
-                           min(y.fn) FILTER (WHERE y.pool IS NOT NULL AND NOT y.full),
                            count(*),
                            (array_agg(y.k1 ORDER BY y.fn DESC))[1], (array_agg(y.id ORDER BY y.fn DESC))[1],
                            (array_agg(y.k1 ORDER BY y.fn) FILTER (WHERE y.pool IS NOT NULL AND NOT y.full))[1],
@@ -384,7 +380,7 @@ BEGIN
                                  WHERE e.state = 'queued' AND NOT e.parked AND e.id > 0
                                    AND (e.priority, e.id) > (v_lk::integer, v_lid)
                                  ORDER BY e.priority, e.id OFFSET v_look - 1 LIMIT 1) END
-                      INTO v_cands, v_crn, v_prn, v_nfit, v_hk, v_hid, v_pk, v_pid, v_fulls, v_fpools, v_end_key
+                      INTO v_cands, v_nfit, v_hk, v_hid, v_pk, v_pid, v_fulls, v_fpools, v_end_key
                       FROM (SELECT f.*, row_number() OVER () AS fn
                               FROM (SELECT x.id, x.k1, x.pool,
                                            (x.pool IS NOT NULL
@@ -399,8 +395,6 @@ BEGIN
                                      LIMIT c_head) f) y;
                 ELSE
                     SELECT array_agg(y.id ORDER BY y.fn) FILTER (WHERE NOT y.full),
-                           array_agg(y.fn ORDER BY y.fn) FILTER (WHERE NOT y.full),
-                           min(y.fn) FILTER (WHERE y.pool IS NOT NULL AND NOT y.full),
                            count(*),
                            (array_agg(y.k1 ORDER BY y.fn DESC))[1], (array_agg(y.id ORDER BY y.fn DESC))[1],
                            (array_agg(y.k1 ORDER BY y.fn) FILTER (WHERE y.pool IS NOT NULL AND NOT y.full))[1],
@@ -412,7 +406,7 @@ BEGIN
                                  WHERE e.state = 'queued' AND NOT e.parked AND e.queue = v_queues[1]
                                    AND (e.priority, e.id) > (v_lk::integer, v_lid)
                                  ORDER BY e.priority, e.id OFFSET v_look - 1 LIMIT 1) END
-                      INTO v_cands, v_crn, v_prn, v_nfit, v_hk, v_hid, v_pk, v_pid, v_fulls, v_fpools, v_end_key
+                      INTO v_cands, v_nfit, v_hk, v_hid, v_pk, v_pid, v_fulls, v_fpools, v_end_key
                       FROM (SELECT f.*, row_number() OVER () AS fn
                               FROM (SELECT x.id, x.k1, x.pool,
                                            (x.pool IS NOT NULL
@@ -441,7 +435,7 @@ BEGIN
                 -- With 8 consumers at one head, a claim that loses the first
                 -- candidate takes the next, as the naive query's SKIP LOCKED
                 -- walk does.
-                v_pooled := v_prn IS NOT NULL;
+                v_pooled := v_pid IS NOT NULL;
                 IF v_fulls IS NOT NULL THEN
                     -- Fits whose pool was full when read: passed over, their
                     -- pools known full for the rest of the call (as the
