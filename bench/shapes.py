@@ -378,3 +378,21 @@ def ceiling_table(result: dict[str, Any]) -> str:
                       f"{common.ratio(x['by_id_per_s'], x['naive_per_s']):,.2f}×"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def record_table(result: dict[str, Any]) -> str:
+    """The compact table of a run of record: both ratios, the growth, and ours against the by-id ceiling."""
+    lines = [
+        "| shape | ratio x1 | ratio x8 | goal | p99 growth | claim_many p99/task at 1M | "
+        "ours / by id (x1 / x8) | by id / naive (x1 / x8) | met |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in result["shapes"]:
+        one, many = s["x1"], s[f"x{result['clients']}"]
+        ceiling = " / ".join(f"{common.ratio(x['by_id_per_s'], x['naive_per_s']):,.2f}×" for x in (one, many))
+        lines.append(
+            f"| {s['shape']} | {one['ratio']:,.2f}× | {many['ratio']:,.2f}× | ≥ {s['target_ratio']:g}× | "
+            f"{s['p99_growth']:.2f}× | {s['batch_p99_ms_per_task']['big']:.2f} ms | "
+            f"{one['of_ceiling']:.2f} / {many['of_ceiling']:.2f} | {ceiling} | {'yes' if s['met'] else 'no'} |"
+        )
+    return "\n".join(lines)

@@ -454,8 +454,12 @@ BEGIN
                     -- goes on from just before the first pooled candidate: at
                     -- or before the task this transaction now holds, whose
                     -- pool it then asks first (every candidate ahead of that
-                    -- task was locked elsewhere).
-                    RETURN QUERY
+                    -- task was locked elsewhere). With no pooled candidate,
+                    -- the statement without the pool's UPDATE (version 11's):
+                    -- a data-modifying CTE runs, and opens its table, even
+                    -- when it changes nothing.
+                    IF v_pooled THEN
+                        RETURN QUERY
                         WITH c AS (
                             SELECT t.id, t.pool FROM unnest(v_cands) WITH ORDINALITY AS u(id, n)
                               JOIN tasks t ON t.id = u.id
@@ -479,6 +483,27 @@ BEGIN
                           FROM c
                          WHERE t.id = c.id AND (c.pool IS NULL OR EXISTS (SELECT 1 FROM slot))
                         RETURNING t.*;
+                    ELSE
+                        RETURN QUERY
+                        WITH c AS (
+                            SELECT t.id, t.pool FROM unnest(v_cands) WITH ORDINALITY AS u(id, n)
+                              JOIN tasks t ON t.id = u.id
+                             WHERE t.state = 'queued' AND NOT t.parked
+                             ORDER BY u.n
+                             LIMIT 1
+                               FOR UPDATE OF t SKIP LOCKED)
+                        UPDATE tasks t
+                           SET state = 'running',
+                               attempts = t.attempts + 1,
+                               started_at = now(),
+                               worker = p_worker,
+                               lease_token = gen_random_uuid(),
+                               lease_seconds = p_lease,
+                               lease_expires_at = now() + make_interval(secs => p_lease)
+                          FROM c
+                         WHERE t.id = c.id
+                        RETURNING t.*;
+                    END IF;
                     IF FOUND THEN
                         IF cardinality(v_park) > 0 THEN
                             PERFORM park_rows(v_park, v_locked);
