@@ -476,8 +476,8 @@ def test_the_look_starts_a_pooled_task_with_its_slot_and_parks_the_fits_of_full_
     its slot in the same statement, with no call to take_task, take_pool_slot
     or the buckets (claim_tasks v12; version 11 sent every pooled fit to the
     general path), and parks the full pool's fits it passed over. The pool
-    counts stay exact, and a pool found full under its lock still starts
-    nothing: the claim then goes on to a task with no pool."""
+    counts stay exact, and once the pool with room has filled, its next fit
+    starts nothing: the claim goes on to a task with no pool."""
     with psycopg.connect(dsn) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         conn.execute("INSERT INTO pools (name, running_limit) VALUES ('full', 0), ('open', 2)")

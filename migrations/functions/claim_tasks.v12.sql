@@ -486,7 +486,7 @@ BEGIN
                     ELSE
                         RETURN QUERY
                         WITH c AS (
-                            SELECT t.id, t.pool FROM unnest(v_cands) WITH ORDINALITY AS u(id, n)
+                            SELECT t.id FROM unnest(v_cands) WITH ORDINALITY AS u(id, n)
                               JOIN tasks t ON t.id = u.id
                              WHERE t.state = 'queued' AND NOT t.parked
                              ORDER BY u.n
