@@ -14,7 +14,7 @@ from . import common
 
 SCENARIOS = (
     "shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "async_api", "report",
-    "versions",
+    "versions", "instructions",
 )
 
 
@@ -26,9 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=None, help="length of each timed phase")
     parser.add_argument("--dsn", default=common.DEFAULT_DSN, help="libpq DSN (database created if missing)")
     parser.add_argument("--churn-rows", type=int, default=None, help="report only: size of the churn run")
-    parser.add_argument("--only", default=None, help="shapes: comma-separated shape names; scheduling: drain or real")
+    parser.add_argument("--only", default=None,
+                        help="shapes, versions, instructions: comma-separated shape names; scheduling: drain or real")
     parser.add_argument("--old", default=None,
-                        help="versions: the older function file to compare with, e.g. claim_tasks.v10")
+                        help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10")
     parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
     ns = parser.parse_args(argv)
     if ns.scenario == "report" and ns.render:

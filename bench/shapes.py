@@ -171,7 +171,8 @@ def seed(dsn: str, schema: str, shape: Shape, rows: int) -> None:
 
 
 def reset(dsn: str, schema: str) -> None:
-    common.execute(dsn, schema, RESET, "UPDATE pools SET running = 0", "VACUUM ANALYZE tasks")
+    """Claimed rows put back, and a checkpoint, so each phase starts with the same full-page writes ahead of it."""
+    common.execute(dsn, schema, RESET, "UPDATE pools SET running = 0", "VACUUM ANALYZE tasks", "CHECKPOINT")
 
 
 def _available(shape: Shape, rng: random.Random) -> int:
@@ -306,7 +307,7 @@ def measure(dsn: str, shape: Shape, rows: int, seconds: float) -> dict[str, Any]
     args = {"dsn": dsn, "schema": SCHEMA, "shape": shape, "cap": cap}
     out: dict[str, Any] = {"shape": shape.name, "what": shape.what, "rows": rows, "hard": shape.hard}
     for clients in (1, CLIENTS):
-        common.execute(dsn, SCHEMA, NAIVE_INDEX, "ANALYZE tasks")
+        common.execute(dsn, SCHEMA, NAIVE_INDEX, "ANALYZE tasks", "CHECKPOINT")
         naive, _ = _phase(_naive_client, clients, args, f"{shape.name} naive x{clients}", seconds)
         common.execute(dsn, SCHEMA, "DROP INDEX bench_naive")
         reset(dsn, SCHEMA)

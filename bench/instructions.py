@@ -1,0 +1,171 @@
+"""Server instructions per claim + done, counted by callgrind: ``python -m bench instructions --old claim_tasks.v12``.
+
+Timings on a shared 2-core machine move by a fifth between runs of the same
+code, which hides a change worth 5%. Instructions do not move: callgrind
+counts the same total for the same binary, data and statements. So this
+scenario starts a private PostgreSQL cluster under ``valgrind --tool=callgrind``
+(the same server binaries as ``pg_config --bindir``), seeds each ``--only``
+shape at ``--rows`` (default 20,000: everything runs about 50x slower), and
+loads the ``--old`` function file beside the current one, renamed
+``claim_tasks_old``. For each function it runs two sessions, one of 10 warm-up
+loops and one of 10 + ``LOOPS``; the difference between their totals, over
+``LOOPS``, is the instructions one claim (``claim_tasks(available, 1, ...)``)
+and its completion (a plain UPDATE by id) cost the server, start-up and
+planning excluded. The naive query of the shapes scenario is counted the same
+way, with its own index, for reference. Claimed rows are put back between
+sessions. With 8 consumers on 2 cores a claim is bound by CPU, so these
+counts say what the shapes scenario's x8 column can only hint at.
+
+Needs valgrind and the PostgreSQL server binaries (``initdb``, ``postgres``);
+run as root, the cluster belongs to the ``postgres`` user (``runuser``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from . import common, shapes
+
+LOOPS = 100
+WARMUP = 10
+DEFAULT_ROWS = 20_000
+DEFAULT_SHAPES = "one_size,mb_half,deadlines,mb_half_pools"
+PORT = 55499
+CLAIM = "SELECT id FROM {fn}(%(a)s, 1, %(queues)s, 'callgrind', 60, %(desc)s, false)"
+NAIVE = "naive"  # the naive query of the shapes scenario, for reference
+DONE = "UPDATE tasks SET state = 'done', finished_at = now(), lease_token = NULL, lease_expires_at = NULL WHERE id = %s"
+
+
+def _bindir() -> Path:
+    pg_config = shutil.which("pg_config")
+    if pg_config is None:
+        raise SystemExit("instructions: pg_config not found (the PostgreSQL server binaries are needed)")
+    return Path(subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=True).stdout.strip())
+
+
+def _as_owner(argv: list[str]) -> list[str]:
+    """initdb and postgres refuse to run as root: run them as the postgres user then."""
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+
+class Cluster:
+    """A throwaway cluster whose every backend runs under callgrind, one output file per process."""
+
+    def __init__(self, root: Path) -> None:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("instructions: valgrind not found")
+        self.root, self.bindir = root, _bindir()
+        self.data = root / "data"
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres")
+        subprocess.run(_as_owner([str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres"]),
+                       check=True, capture_output=True)
+        self.proc = subprocess.Popen(_as_owner([
+            "valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={root}/cg.%p",
+            str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(PORT), "-k", str(root),
+            "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "autovacuum=off",
+        ]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.dsn = f"postgresql://postgres@/postgres?host={root}&port={PORT}"
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                psycopg.connect(self.dsn, connect_timeout=5).close()
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise SystemExit("instructions: the server under callgrind did not start") from None
+                time.sleep(1)
+
+    def stop(self) -> None:
+        subprocess.run(_as_owner([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"]),
+                       capture_output=True)
+        self.proc.wait(timeout=120)
+
+    def total(self, pid: int) -> int:
+        """The instructions a backend ran, from the file callgrind writes when it exits."""
+        path = self.root / f"cg.{pid}"
+        for _ in range(600):
+            if path.exists():
+                for line in path.read_text().splitlines():
+                    if line.startswith("totals:"):
+                        return int(line.split()[1])
+            time.sleep(0.2)
+        raise SystemExit(f"instructions: no callgrind totals for backend {pid}")
+
+
+def _session(cluster: Cluster, schema: str, fn: str, shape: shapes.Shape, loops: int) -> int:
+    shapes.reset(cluster.dsn, schema)
+    with psycopg.connect(cluster.dsn, autocommit=True, options=f"-c search_path={schema}") as conn:
+        pid = conn.info.backend_pid
+        a = shapes._available(shape, random.Random(1))
+        if fn == NAIVE:
+            claim, params = shape.naive_sql(), shape.naive_params(a)
+        else:
+            claim = CLAIM.format(fn=fn)
+            params = {"a": a, "queues": shape.queue_list, "desc": shape.order == "max"}
+        for _ in range(WARMUP + loops):
+            row = conn.execute(claim, params, prepare=True).fetchone()
+            if row is None:
+                raise SystemExit(f"instructions: {shape.name}: the backlog ran out; seed more --rows")
+            conn.execute(DONE, (row[0],), prepare=True)
+    return cluster.total(pid)
+
+
+def per_claim(cluster: Cluster, schema: str, fn: str, shape: shapes.Shape) -> float:
+    if fn == NAIVE:  # its own index, there only while it runs (as in the shapes scenario)
+        common.execute(cluster.dsn, schema, shapes.NAIVE_INDEX, "ANALYZE tasks")
+    try:
+        base = _session(cluster, schema, fn, shape, 0)
+        return (_session(cluster, schema, fn, shape, LOOPS) - base) / LOOPS
+    finally:
+        if fn == NAIVE:
+            common.execute(cluster.dsn, schema, "DROP INDEX bench_naive")
+
+
+def load_renamed(dsn: str, schema: str, name: str) -> None:
+    from taskqueue.migrate import functions_dir
+
+    text = (functions_dir() / f"{name}.sql").read_text()
+    if "FUNCTION claim_tasks(" not in text:
+        raise SystemExit(f"instructions: {name}.sql defines no claim_tasks")
+    common.execute(dsn, schema, text.replace("FUNCTION claim_tasks(", "FUNCTION claim_tasks_old(", 1))
+
+
+def run(opts: common.Options) -> dict[str, Any]:
+    if not opts.old:
+        raise SystemExit("instructions: name the older function file with --old, e.g. --old claim_tasks.v12")
+    rows = opts.rows or DEFAULT_ROWS
+    names = (opts.only or DEFAULT_SHAPES).split(",")
+    chosen = [s for s in shapes.SHAPES if s.name in names]
+    if len(chosen) != len(names):
+        raise SystemExit(f"instructions: unknown shape in {names}")
+    out: dict[str, Any] = {"scenario": "instructions", "rows": rows, "loops": LOOPS, "old": opts.old, "shapes": []}
+    with tempfile.TemporaryDirectory(prefix="tq-callgrind-") as tmp:
+        cluster = Cluster(Path(tmp))
+        try:
+            out["server"] = common.server_facts(cluster.dsn)
+            for shape in chosen:
+                schema = f"cg_{shape.name}"
+                common.console.log(f"instructions: {shape.name}: seeding {rows:,} rows under callgrind")
+                shapes.seed(cluster.dsn, schema, shape, rows)
+                load_renamed(cluster.dsn, schema, opts.old)
+                old = per_claim(cluster, schema, "claim_tasks_old", shape)
+                new = per_claim(cluster, schema, "claim_tasks", shape)
+                naive = per_claim(cluster, schema, NAIVE, shape)
+                common.console.log(f"instructions: {shape.name}: {old / 1e3:,.0f}k -> {new / 1e3:,.0f}k a claim + done"
+                                   f" (naive {naive / 1e3:,.0f}k)")
+                out["shapes"].append({"shape": shape.name, "old_per_claim": round(old), "new_per_claim": round(new),
+                                      "naive_per_claim": round(naive), "new_over_old": common.ratio(new, old),
+                                      "new_over_naive": common.ratio(new, naive)})
+        finally:
+            cluster.stop()
+    return out
