@@ -115,10 +115,12 @@
 --    calls a claim. A task the buckets find in a pool goes back to the look,
 --    as one with no pool did.
 -- Version 13 (migration 0016): the same steps for less server work, counted
---    in instructions under callgrind (deterministic, where timings on this
---    machine move by a fifth between runs): one claim + done on one queue
---    whose tasks all fit, 2,123k instructions with version 12, 1,957k with
---    this one (a naive claim + done in a PL/pgSQL wrapper: 1,541k).
+--    in instructions under callgrind (python -m bench instructions;
+--    deterministic, where timings on this machine move by a fifth between
+--    runs): one claim + done on one queue whose tasks all fit (one_size,
+--    20,000 tasks), 1,949k instructions with version 12, 1,799k with this
+--    one, 1,865k for the naive query. Each step's share below was counted
+--    by hand on the same harness (100,000 tasks).
 --    - Due scheduled tasks are asked for with a read before the UPDATE that
 --      promotes them (58k): an UPDATE that changes nothing still opens the
 --      table and all its indexes.
