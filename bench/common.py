@@ -11,7 +11,7 @@ import multiprocessing as mp
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,11 +81,18 @@ def drop_schema(dsn: str, schema: str) -> None:
         conn.execute(psycopg.sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(psycopg.sql.Identifier(schema)))
 
 
-def execute(dsn: str, schema: str | None, *statements: str | tuple[str, Any]) -> None:
-    """Run setup statements (bench-owned SQL, constants only) in autocommit."""
+@contextlib.contextmanager
+def _on_schema(dsn: str, schema: str | None) -> Iterator[psycopg.Connection[Any]]:
+    """An autocommit connection whose search_path is ``schema`` (None: the server's default)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         if schema is not None:
             conn.execute("SELECT set_config('search_path', %s, false)", (f'"{schema}"',))
+        yield conn
+
+
+def execute(dsn: str, schema: str | None, *statements: str | tuple[str, Any]) -> None:
+    """Run setup statements (bench-owned SQL, constants only) in autocommit."""
+    with _on_schema(dsn, schema) as conn:
         for st in statements:
             if isinstance(st, tuple):
                 conn.execute(st[0], st[1])
@@ -94,11 +101,14 @@ def execute(dsn: str, schema: str | None, *statements: str | tuple[str, Any]) ->
 
 
 def scalar(dsn: str, schema: str | None, sql: str, params: Any = None) -> Any:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        if schema is not None:
-            conn.execute("SELECT set_config('search_path', %s, false)", (f'"{schema}"',))
+    with _on_schema(dsn, schema) as conn:
         row = conn.execute(sql, params).fetchone()
     return None if row is None else row[0]
+
+
+def rows(dsn: str, schema: str | None, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+    with _on_schema(dsn, schema) as conn:
+        return conn.execute(sql, params).fetchall()
 
 
 def relation_sizes(dsn: str, schema: str) -> dict[str, int]:

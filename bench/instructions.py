@@ -142,18 +142,13 @@ def without_checks(cluster: Cluster, schema: str, shape: shapes.Shape) -> float:
     prepares it again on every statement that writes the table, so their
     cost is per statement, not per row; a claim + done is two such statements.
     """
-    checks = [tuple(r) for r in _rows(cluster.dsn, schema, CHECKS)]
+    checks = common.rows(cluster.dsn, schema, CHECKS)
     common.execute(cluster.dsn, schema, *(f'ALTER TABLE tasks DROP CONSTRAINT "{name}"' for name, _ in checks))
     try:
         return per_claim(cluster, schema, "claim_tasks", shape)
     finally:
         common.execute(cluster.dsn, schema,
                        *(f'ALTER TABLE tasks ADD CONSTRAINT "{name}" {text}' for name, text in checks))
-
-
-def _rows(dsn: str, schema: str, sql: str) -> list[Any]:
-    with psycopg.connect(dsn, autocommit=True, options=f"-c search_path={schema}") as conn:
-        return conn.execute(sql).fetchall()
 
 
 def load_renamed(dsn: str, schema: str, name: str) -> None:
