@@ -17,6 +17,9 @@ sessions. With 8 consumers on 2 cores a claim is bound by CPU, so these
 counts say what the shapes scenario's x8 column can only hint at. On the
 first shape it also counts the current function with the table's CHECK
 constraints dropped (and put back), which is what they cost a claim + done.
+On every shape it also counts a claim + done with the schema stepped back one
+revision (functions, tables and all) and then forward again, so a migration
+that changes tables, not functions, is measured in the same run too.
 
 Needs valgrind and the PostgreSQL server binaries (``initdb``, ``postgres``);
 run as root, the cluster belongs to the ``postgres`` user (``runuser``).
@@ -151,6 +154,28 @@ def without_checks(cluster: Cluster, schema: str, shape: shapes.Shape) -> float:
                        *(f'ALTER TABLE tasks ADD CONSTRAINT "{name}" {text}' for name, text in checks))
 
 
+def at_previous_revision(cluster: Cluster, schema: str, shape: shapes.Shape) -> tuple[str, float]:
+    """A claim + done with the schema one revision back (then forward again): what the head migration saved."""
+    from alembic.script import ScriptDirectory
+
+    from taskqueue import TaskQueue
+    from taskqueue.migrate import alembic_config, downgrade, upgrade
+
+    script = ScriptDirectory.from_config(alembic_config(None, schema))
+    head = script.get_revision(script.get_current_head())
+    previous = head.down_revision if head is not None else None
+    if not isinstance(previous, str):
+        raise SystemExit("instructions: the head revision has no single previous revision")
+    with TaskQueue(cluster.dsn, schema=schema) as tq:
+        downgrade(tq.engine, schema, previous)
+        try:
+            common.execute(cluster.dsn, schema, "VACUUM ANALYZE tasks")
+            return previous, per_claim(cluster, schema, "claim_tasks", shape)
+        finally:
+            upgrade(tq.engine, schema)
+            common.execute(cluster.dsn, schema, "VACUUM ANALYZE tasks")
+
+
 def load_renamed(dsn: str, schema: str, name: str) -> None:
     from taskqueue.migrate import functions_dir
 
@@ -181,11 +206,14 @@ def run(opts: common.Options) -> dict[str, Any]:
                 old = per_claim(cluster, schema, "claim_tasks_old", shape)
                 new = per_claim(cluster, schema, "claim_tasks", shape)
                 naive = per_claim(cluster, schema, NAIVE, shape)
+                previous, before = at_previous_revision(cluster, schema, shape)
                 common.console.log(f"instructions: {shape.name}: {old / 1e3:,.0f}k -> {new / 1e3:,.0f}k a claim + done"
-                                   f" (naive {naive / 1e3:,.0f}k)")
+                                   f" (naive {naive / 1e3:,.0f}k; at revision {previous} {before / 1e3:,.0f}k)")
                 row = {"shape": shape.name, "old_per_claim": round(old), "new_per_claim": round(new),
                        "naive_per_claim": round(naive), "new_over_old": common.ratio(new, old),
-                       "new_over_naive": common.ratio(new, naive)}
+                       "new_over_naive": common.ratio(new, naive), "previous_revision": previous,
+                       "previous_revision_per_claim": round(before),
+                       "new_over_previous_revision": common.ratio(new, before)}
                 if shape is chosen[0]:
                     row["new_per_claim_without_checks"] = round(without_checks(cluster, schema, shape))
                 out["shapes"].append(row)

@@ -26,7 +26,7 @@ from sqlalchemy import (
     Uuid,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, DOMAIN, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
@@ -47,6 +47,30 @@ CLAIMABLE_SQL = "state = 'queued' AND NOT parked"
 CLAIMABLE_ANY_SQL = CLAIMABLE_SQL + " AND id > 0"
 
 
+# Single-column rules are domains, not table CHECKs (migration 0017):
+# PostgreSQL 15 plans every table CHECK again on each statement that writes
+# the table, a third of a claim's work, while a domain's rules are cached
+# per session and checked only where a value is assigned. Rules that tie
+# columns together stay table CHECKs.
+TASK_STATE = DOMAIN(
+    "task_state",
+    Text,
+    constraint_name="task_state_known",
+    check="VALUE IN ('queued', 'scheduled', 'running', 'done', 'failed', 'cancelled')",
+)
+SHORT_NAME = DOMAIN(
+    "short_name", Text, constraint_name="short_name_length", check="char_length(VALUE) BETWEEN 1 AND 200"
+)
+ATTEMPT_LIMIT = DOMAIN("attempt_limit", Integer, constraint_name="attempt_limit_positive", check="VALUE >= 1")
+SECONDS_ESTIMATE = DOMAIN(
+    "seconds_estimate",
+    Double,
+    constraint_name="seconds_estimate_finite",
+    check="VALUE >= 0 AND VALUE < 'Infinity'",
+)
+POOL_COUNT = DOMAIN("pool_count", Integer, constraint_name="pool_count_nonnegative", check="VALUE >= 0")
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -54,15 +78,9 @@ class Base(DeclarativeBase):
 class TaskRow(Base):
     __tablename__ = "tasks"
     __table_args__ = (
-        CheckConstraint(
-            "state IN ('queued', 'scheduled', 'running', 'done', 'failed', 'cancelled')", name="state_known"
-        ),
         CheckConstraint("required >= 0", name="required_nonnegative"),
         CheckConstraint("id > 0", name="id_positive"),
-        CheckConstraint("max_attempts >= 1", name="max_attempts_positive"),
         CheckConstraint("attempts >= 0 AND attempts <= max_attempts", name="attempts_in_range"),
-        CheckConstraint("char_length(queue) BETWEEN 1 AND 200", name="queue_length"),
-        CheckConstraint("pool IS NULL OR char_length(pool) BETWEEN 1 AND 200", name="pool_length"),
         CheckConstraint(
             "state <> 'running' OR (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL AND worker IS NOT NULL)",
             name="running_has_lease",
@@ -70,7 +88,6 @@ class TaskRow(Base):
         CheckConstraint(
             "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
         ),
-        CheckConstraint("estimate IS NULL OR (estimate >= 0 AND estimate < 'Infinity')", name="estimate_finite"),
         # The claim indexes (see claim_tasks.v13.sql). Parked tasks (queued in
         # a full pool) are left out until the pool has room.
         # Claim order, for the window at the head.
@@ -136,14 +153,14 @@ class TaskRow(Base):
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(always=False), primary_key=True, comment="Task id; FIFO order within a priority.")
-    queue: Mapped[str] = mapped_column(Text, comment="Queue name; workers serve a set of queues.")
+    queue: Mapped[str] = mapped_column(SHORT_NAME, comment="Queue name; workers serve a set of queues.")
     payload: Mapped[Any] = mapped_column(JSONB, comment="The task's arguments, as JSON.")
     priority: Mapped[int] = mapped_column(Integer, comment="Lower is claimed first (signed 32-bit).")
     required: Mapped[int] = mapped_column(Integer, comment="Resources the task needs; a claim takes it only if required <= available.")
-    pool: Mapped[str | None] = mapped_column(Text, comment="Concurrency pool (e.g. a /24 network); limits live in pools.")
-    state: Mapped[str] = mapped_column(Text, comment="queued, scheduled (run_at in the future), running, done, failed or cancelled.")
+    pool: Mapped[str | None] = mapped_column(SHORT_NAME, comment="Concurrency pool (e.g. a /24 network); limits live in pools.")
+    state: Mapped[str] = mapped_column(TASK_STATE, comment="queued, scheduled (run_at in the future), running, done, failed or cancelled.")
     attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"), comment="Claims so far, the current one included.")
-    max_attempts: Mapped[int] = mapped_column(Integer, comment="Claims allowed in all, the first run included.")
+    max_attempts: Mapped[int] = mapped_column(ATTEMPT_LIMIT, comment="Claims allowed in all, the first run included.")
     run_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="Earliest time the task may run.")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="When it was enqueued.")
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When the current or last claim took it.")
@@ -158,21 +175,18 @@ class TaskRow(Base):
     error: Mapped[str | None] = mapped_column(Text, comment="Text of the last failure.")
     bucket: Mapped[int] = mapped_column(SmallInteger, Computed("required_bucket(required)", persisted=True), comment="required_bucket(required): exact below 16, four per doubling above; kept by PostgreSQL.")
     parked: Mapped[bool] = mapped_column(server_default=text("false"), comment="Queued in a full pool and left out of ix_tasks_claim until the pool has room.")
-    estimate: Mapped[float | None] = mapped_column(Double, comment="Expected run time in seconds, given at enqueue; NULL: use the queue's learnt estimate.")
+    estimate: Mapped[float | None] = mapped_column(SECONDS_ESTIMATE, comment="Expected run time in seconds, given at enqueue; NULL: use the queue's learnt estimate.")
 
 
 class PoolRow(Base):
     __tablename__ = "pools"
     __table_args__ = (
-        CheckConstraint("running >= 0", name="running_nonnegative"),
-        CheckConstraint("running_limit IS NULL OR running_limit >= 0", name="limit_nonnegative"),
-        CheckConstraint("char_length(name) BETWEEN 1 AND 200", name="name_length"),
         {"comment": "Concurrency pools. running is exact at every commit: it changes in the same transaction as the task."},
     )
 
-    name: Mapped[str] = mapped_column(Text, primary_key=True, comment="Pool name, as given in tasks.pool.")
-    running_limit: Mapped[int | None] = mapped_column(Integer, comment="Most running tasks allowed at once; NULL means no limit.")
-    running: Mapped[int] = mapped_column(Integer, server_default=text("0"), comment="Tasks of this pool in state running, exactly.")
+    name: Mapped[str] = mapped_column(SHORT_NAME, primary_key=True, comment="Pool name, as given in tasks.pool.")
+    running_limit: Mapped[int | None] = mapped_column(POOL_COUNT, comment="Most running tasks allowed at once; NULL means no limit.")
+    running: Mapped[int] = mapped_column(POOL_COUNT, server_default=text("0"), comment="Tasks of this pool in state running, exactly.")
     limit_changed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When running_limit was last set; claims since then all saw it.")
 
 

@@ -3,7 +3,7 @@
 Built two ways: by upgrading one revision at a time with rows in the tables
 at every step, and by migrating a fresh database in one go. The two must
 agree on every object a migration can touch: tables, columns, constraints,
-indexes, functions (their full text), views, triggers, comments and storage
+domains, indexes, functions (their full text), views, triggers, comments and storage
 options. ``compare_metadata`` only sees what the models declare; functions,
 views and triggers are covered here. Every downgrade must also restore the
 previous revision's schema exactly (it loads version N of each function).
@@ -44,6 +44,14 @@ CATALOG: dict[str, str] = {
           JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = %(s)s
          ORDER BY c.relname, k.conname""",
+    "domains": """
+        SELECT t.typname, format_type(t.typbasetype, t.typtypmod), t.typnotnull, k.conname,
+               pg_get_constraintdef(k.oid)
+          FROM pg_type t
+          JOIN pg_namespace n ON n.oid = t.typnamespace
+          LEFT JOIN pg_constraint k ON k.contypid = t.oid
+         WHERE n.nspname = %(s)s AND t.typtype = 'd'
+         ORDER BY 1, 4""",
     "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %(s)s ORDER BY indexname",
     "functions": """
         SELECT p.proname, pg_get_function_identity_arguments(p.oid), pg_get_functiondef(p.oid),

@@ -123,7 +123,7 @@ SELECT set_config('statement_timeout', :timeout, true);
 -- Reads ix_tasks_errored (same predicate), never the finished history.
 SELECT kind, fingerprint, count(*) AS n, min(id) AS first_id, max(id) AS last_id,
        max(COALESCE(finished_at, run_at)) AS latest, (array_agg(error ORDER BY id DESC))[1] AS sample,
-       array_agg(DISTINCT queue) AS queues
+       array_agg(DISTINCT queue::text) AS queues
   FROM (SELECT id, queue, error, finished_at, run_at,
                CASE WHEN state = 'failed' THEN 'failed' ELSE 'retrying' END AS kind,
                left(regexp_replace(split_part(COALESCE(error, ''), E'\n', 1), '[0-9]+', 'N', 'g'), 200) AS fingerprint
