@@ -62,6 +62,7 @@ SHORT_NAME = DOMAIN(
     "short_name", Text, constraint_name="short_name_length", check="char_length(VALUE) BETWEEN 1 AND 200"
 )
 ATTEMPT_LIMIT = DOMAIN("attempt_limit", Integer, constraint_name="attempt_limit_positive", check="VALUE >= 1")
+ATTEMPT_COUNT = DOMAIN("attempt_count", Integer, constraint_name="attempt_count_nonnegative", check="VALUE >= 0")
 SECONDS_ESTIMATE = DOMAIN(
     "seconds_estimate",
     Double,
@@ -80,7 +81,7 @@ class TaskRow(Base):
     __table_args__ = (
         CheckConstraint("required >= 0", name="required_nonnegative"),
         CheckConstraint("id > 0", name="id_positive"),
-        CheckConstraint("attempts >= 0 AND attempts <= max_attempts", name="attempts_in_range"),
+        CheckConstraint("attempts <= max_attempts", name="attempts_in_range"),
         CheckConstraint(
             "state <> 'running' OR (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL AND worker IS NOT NULL)",
             name="running_has_lease",
@@ -159,7 +160,7 @@ class TaskRow(Base):
     required: Mapped[int] = mapped_column(Integer, comment="Resources the task needs; a claim takes it only if required <= available.")
     pool: Mapped[str | None] = mapped_column(SHORT_NAME, comment="Concurrency pool (e.g. a /24 network); limits live in pools.")
     state: Mapped[str] = mapped_column(TASK_STATE, comment="queued, scheduled (run_at in the future), running, done, failed or cancelled.")
-    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"), comment="Claims so far, the current one included.")
+    attempts: Mapped[int] = mapped_column(ATTEMPT_COUNT, server_default=text("0"), comment="Claims so far, the current one included.")
     max_attempts: Mapped[int] = mapped_column(ATTEMPT_LIMIT, comment="Claims allowed in all, the first run included.")
     run_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="Earliest time the task may run.")
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), server_default=text("now()"), comment="When it was enqueued.")

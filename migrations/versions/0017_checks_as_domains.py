@@ -13,8 +13,9 @@ instructions``), that was a third of a claim plus its completion.
 A domain's constraints are read once per session and kept in its type
 cache, and they are checked only where a value of the domain is assigned,
 so an UPDATE that sets ``state`` checks ``state`` and nothing else. The
-constraints that tie one column to another (the lease invariants,
-``attempts <= max_attempts``), ``required``'s (a stored generated column
+constraints that tie one column to another (the lease invariants, and
+``attempts <= max_attempts``, the half of attempts_in_range that is not
+``attempts >= 0``), ``required``'s (a stored generated column
 reads it, so its type cannot change) and ``id``'s (an identity column
 cannot be a domain) stay table CHECKs.
 
@@ -52,6 +53,7 @@ DOMAINS = (
     ),
     ("short_name", "text", "short_name_length", "char_length(VALUE) BETWEEN 1 AND 200"),
     ("attempt_limit", "integer", "attempt_limit_positive", "VALUE >= 1"),
+    ("attempt_count", "integer", "attempt_count_nonnegative", "VALUE >= 0"),
     ("seconds_estimate", "double precision", "seconds_estimate_finite", "VALUE >= 0 AND VALUE < 'Infinity'"),
     ("pool_count", "integer", "pool_count_nonnegative", "VALUE >= 0"),
 )
@@ -68,6 +70,9 @@ COLUMNS = (
     ("tasks", "queue", "short_name", "queue_length", "char_length(queue) BETWEEN 1 AND 200"),
     ("tasks", "pool", "short_name", "pool_length", "pool IS NULL OR char_length(pool) BETWEEN 1 AND 200"),
     ("tasks", "max_attempts", "attempt_limit", "max_attempts_positive", "max_attempts >= 1"),
+    # Its upper bound ties it to max_attempts, so that half stays a table
+    # CHECK of the same name (ATTEMPTS_BOUND below).
+    ("tasks", "attempts", "attempt_count", "attempts_in_range", "attempts >= 0 AND attempts <= max_attempts"),
     (
         "tasks",
         "estimate",
@@ -79,6 +84,8 @@ COLUMNS = (
     ("pools", "running", "pool_count", "running_nonnegative", "running >= 0"),
     ("pools", "running_limit", "pool_count", "limit_nonnegative", "running_limit IS NULL OR running_limit >= 0"),
 )
+
+ATTEMPTS_BOUND = ("tasks", "attempts_in_range", "attempts <= max_attempts")
 
 # Dependants first; made again in the reverse order.
 VIEWS = (
@@ -120,6 +127,8 @@ def upgrade() -> None:
             for t, column, domain, check, _ in COLUMNS
             if t == table
         ]
+        if table == ATTEMPTS_BOUND[0]:
+            changes.append(f"ADD CONSTRAINT ck_{table}_{ATTEMPTS_BOUND[1]} CHECK ({ATTEMPTS_BOUND[2]})")
         op.execute(sa.text(f"ALTER TABLE {table} " + ", ".join(changes)))
     for name, _, constraint, check in DOMAINS:
         op.execute(sa.text(f"ALTER DOMAIN {name} ADD CONSTRAINT {constraint} CHECK ({check})"))
@@ -130,7 +139,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     _drop_dependants()
     for table in ("tasks", "pools"):
-        changes = [
+        changes = [f"DROP CONSTRAINT ck_{table}_{ATTEMPTS_BOUND[1]}"] if table == ATTEMPTS_BOUND[0] else []
+        changes += [
             f"ALTER COLUMN {column} TYPE {_base(domain)}, ADD CONSTRAINT ck_{table}_{check} CHECK ({expr})"
             for t, column, domain, check, expr in COLUMNS
             if t == table
