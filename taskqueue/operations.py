@@ -177,7 +177,8 @@ def heartbeat_many(tasks: Iterable[Task], lease: float | None) -> Op[list[Task]]
 def complete(task: Task, result: Any, *, channel: str) -> Op[None]:
     task_id, token = claim_of(task)
     result_json = None if result is None else encode_json(result, "result")
-    outcome = yield from task_ops.complete(task_id, token, result_json, channel)  # it wakes the workers itself
+    outcome = yield from task_ops.complete(task_id, token, result_json, channel,  # it wakes the workers itself
+                                           pooled=task.pool is not None)
     if outcome is None:
         raise LeaseLost(task_id, "complete")
     settle(task, outcome.state, result=result)

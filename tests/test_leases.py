@@ -9,6 +9,7 @@ import pytest
 
 from taskqueue import LeaseLost, Pool, Task, TaskQueue
 from taskqueue.retry import CAP_SECONDS, backoff_seconds
+from taskqueue.store.tasks import ESTIMATE_SAMPLE
 from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
 
@@ -118,6 +119,26 @@ def test_complete_twice_raises_and_never_releases_twice(tq: TaskQueue) -> None:
     assert tq.get(first.id).state == "done"  # type: ignore[union-attr]
     tq.complete(second)
     assert tq.pool("p") == Pool("p", 2, 0)
+
+
+def test_complete_of_a_task_without_pool_lets_the_row_decide(tq: TaskQueue, dsn: str) -> None:
+    """complete() ends a task it knows no pool of with one plain UPDATE, which matches no pooled row:
+    a pool given to the row behind the handle's back still gets its slot back, and a lost lease
+    still raises."""
+    tq.enqueue_many([{"payload": i} for i in range(2)])
+    edited, lost = claim_one(tq), claim_one(tq)
+    assert edited.id % ESTIMATE_SAMPLE != 0 and lost.id % ESTIMATE_SAMPLE != 0  # the plain UPDATE's case
+    with psycopg.connect(dsn) as conn:
+        conn.execute("INSERT INTO taskqueue.pools (name, running) VALUES ('edited', 1)")
+        conn.execute("UPDATE taskqueue.tasks SET pool = 'edited' WHERE id = %s", (edited.id,))
+    tq.complete(edited)
+    assert tq.pool("edited") == Pool("edited", None, 0)
+    assert tq.get(edited.id).state == "done"  # type: ignore[union-attr]
+    expire(dsn, lost.id)
+    assert tq.rescue_expired() == 1
+    with pytest.raises(LeaseLost):
+        tq.complete(lost)
+    assert tq.get(lost.id).state == "queued"  # type: ignore[union-attr]
 
 
 def test_fail_after_complete_raises(tq: TaskQueue) -> None:

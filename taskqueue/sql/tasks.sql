@@ -122,8 +122,9 @@ RETURNING t.id, t.lease_expires_at, t.cancel_requested;
 -- Ends the current claim as done (or cancelled if cancel was requested) and
 -- releases its pool slot in the same statement (_release_pool_slot). The slot
 -- is released only when the task row matched, so a second completion
--- releases nothing. One task in eight (by id) adds its run time to the
--- queue's learnt estimate (see complete_tasks): an upsert per completion
+-- releases nothing. One task in eight (by id; ESTIMATE_SAMPLE in
+-- store/tasks.py says the same) adds its run time to the queue's learnt
+-- estimate (see complete_tasks): an upsert per completion
 -- added a fifth to this statement, and a sample of the same stream estimates
 -- the same mean.
 WITH ended AS (
@@ -145,6 +146,24 @@ WITH ended AS (
            updated_at = now()
 )
 -- compose: _release_pool_slot
+
+-- name: complete_task_alone
+-- complete_task for the common case, as one plain UPDATE: a task with no
+-- pool whose run time is not sampled for the estimate (id % 8 <> 0, decided
+-- by the caller). complete_task's CTEs on queue_estimates and pools open
+-- those tables even when they change nothing, about 115k of 1.7M server
+-- instructions a claim + complete. It matches only a row with no pool, so no
+-- pool slot is ever left taken; when it matches nothing (a lost lease, or a
+-- pool the caller did not know of) the caller runs complete_task, which
+-- tells those apart.
+UPDATE tasks
+   SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,
+       result = CAST(:result AS jsonb),
+       finished_at = now(),
+       lease_token = NULL,
+       lease_expires_at = NULL
+ WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running' AND pool IS NULL
+RETURNING id, state, run_at;
 
 -- name: complete_tasks
 -- Batched completion: many claims end as done in one statement and one

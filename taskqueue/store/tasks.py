@@ -99,8 +99,21 @@ def heartbeat_many(claims: Sequence[tuple[int, str]], lease: float | None) -> Op
     return {r["id"]: Beat(r["id"], r["lease_expires_at"], r["cancel_requested"]) for r in found}
 
 
-def complete(task_id: int, token: str, result_json: str | None, channel: str) -> Op[Outcome | None]:
-    """Complete one claim; the statement wakes the workers itself when it frees a full pool."""
+#: complete_task adds one task in this many (by id) to its queue's learnt estimate.
+ESTIMATE_SAMPLE = 8
+
+
+def complete(task_id: int, token: str, result_json: str | None, channel: str, *, pooled: bool) -> Op[Outcome | None]:
+    """Complete one claim; the statement wakes the workers itself when it frees a full pool.
+
+    A task with no pool and outside the estimate's sample ends with one
+    plain UPDATE (complete_task_alone); if that matches nothing, complete_task
+    decides, so a lost lease or an unknown pool is handled as before.
+    """
+    if not pooled and task_id % ESTIMATE_SAMPLE != 0:
+        row = yield from first("complete_task_alone", id=task_id, token=token, result=result_json)
+        if row is not None:
+            return _outcome(row)
     row = yield from first("complete_task", id=task_id, token=token, result=result_json, channel=channel)
     return _outcome(row)
 
