@@ -17,7 +17,9 @@ sessions. With 8 consumers on 2 cores a claim is bound by CPU, so these
 counts say what the shapes scenario's x8 column can only hint at. On the
 first shape it also counts the current function with the table's CHECK
 constraints dropped (and put back), which is what they cost a claim + done.
-On every shape it also counts a claim + done with the schema stepped back one
+On every shape it also counts ``TaskQueue.claim`` + ``complete`` as the
+shapes scenario's "ours" runs them (the full row returned, the completion
+statement the API picks), and a claim + done with the schema stepped back one
 revision (functions, tables and all) and then forward again, so a migration
 that changes tables, not functions, is measured in the same run too.
 
@@ -47,6 +49,7 @@ DEFAULT_SHAPES = "one_size,mb_half,deadlines,mb_half_pools"
 PORT = 55499
 CLAIM = "SELECT id FROM {fn}(%(a)s, 1, %(queues)s, 'callgrind', 60, %(desc)s, false)"
 NAIVE = "naive"  # the naive query of the shapes scenario, for reference
+API = "api"  # TaskQueue.claim + complete, as the shapes scenario's "ours" runs them
 CHECKS = ("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
           " WHERE conrelid = 'tasks'::regclass AND contype = 'c'")
 DONE = "UPDATE tasks SET state = 'done', finished_at = now(), lease_token = NULL, lease_expires_at = NULL WHERE id = %s"
@@ -127,12 +130,38 @@ def _session(cluster: Cluster, schema: str, fn: str, shape: shapes.Shape, loops:
     return cluster.total(pid)
 
 
+def _api_session(cluster: Cluster, schema: str, shape: shapes.Shape, loops: int) -> int:
+    """Loops of ``TaskQueue.claim`` + ``complete`` on one pooled connection: the statements users' code sends."""
+    from taskqueue import TaskQueue
+
+    shapes.reset(cluster.dsn, schema)
+    tq = TaskQueue(cluster.dsn, schema=schema, pool_size=1, max_overflow=0)
+    try:
+        with tq.engine.connect() as conn:
+            pid = int(conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+        a = shapes._available(shape, random.Random(1))
+        for _ in range(WARMUP + loops):
+            task = tq.claim(available=a, worker="callgrind", order=shape.order,  # type: ignore[arg-type]
+                            queues=shape.queue_list)
+            if task is None:
+                raise SystemExit(f"instructions: {shape.name}: the backlog ran out; seed more --rows")
+            tq.complete(task)
+    finally:
+        tq.close()
+    return cluster.total(pid)
+
+
 def per_claim(cluster: Cluster, schema: str, fn: str, shape: shapes.Shape) -> float:
     if fn == NAIVE:  # its own index, there only while it runs (as in the shapes scenario)
         common.execute(cluster.dsn, schema, shapes.NAIVE_INDEX, "ANALYZE tasks")
+    def session(loops: int) -> int:
+        if fn == API:
+            return _api_session(cluster, schema, shape, loops)
+        return _session(cluster, schema, fn, shape, loops)
+
     try:
-        base = _session(cluster, schema, fn, shape, 0)
-        return (_session(cluster, schema, fn, shape, LOOPS) - base) / LOOPS
+        base = session(0)
+        return (session(LOOPS) - base) / LOOPS
     finally:
         if fn == NAIVE:
             common.execute(cluster.dsn, schema, "DROP INDEX bench_naive")
@@ -162,7 +191,8 @@ def at_previous_revision(cluster: Cluster, schema: str, shape: shapes.Shape) -> 
     from taskqueue.migrate import alembic_config, downgrade, upgrade
 
     script = ScriptDirectory.from_config(alembic_config(None, schema))
-    head = script.get_revision(script.get_current_head())
+    current = script.get_current_head()
+    head = script.get_revision(current) if current is not None else None
     previous = head.down_revision if head is not None else None
     if not isinstance(previous, str):
         raise SystemExit("instructions: the head revision has no single previous revision")
@@ -206,12 +236,15 @@ def run(opts: common.Options) -> dict[str, Any]:
                 old = per_claim(cluster, schema, "claim_tasks_old", shape)
                 new = per_claim(cluster, schema, "claim_tasks", shape)
                 naive = per_claim(cluster, schema, NAIVE, shape)
+                api = per_claim(cluster, schema, API, shape)
                 previous, before = at_previous_revision(cluster, schema, shape)
                 common.console.log(f"instructions: {shape.name}: {old / 1e3:,.0f}k -> {new / 1e3:,.0f}k a claim + done"
-                                   f" (naive {naive / 1e3:,.0f}k; at revision {previous} {before / 1e3:,.0f}k)")
+                                   f" (naive {naive / 1e3:,.0f}k; through the API {api / 1e3:,.0f}k;"
+                                   f" at revision {previous} {before / 1e3:,.0f}k)")
                 row = {"shape": shape.name, "old_per_claim": round(old), "new_per_claim": round(new),
                        "naive_per_claim": round(naive), "new_over_old": common.ratio(new, old),
-                       "new_over_naive": common.ratio(new, naive), "previous_revision": previous,
+                       "new_over_naive": common.ratio(new, naive), "api_per_claim": round(api),
+                       "api_over_naive": common.ratio(api, naive), "previous_revision": previous,
                        "previous_revision_per_claim": round(before),
                        "new_over_previous_revision": common.ratio(new, before)}
                 if shape is chosen[0]:
