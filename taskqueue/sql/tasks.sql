@@ -128,13 +128,7 @@ RETURNING t.id, t.lease_expires_at, t.cancel_requested;
 -- added a fifth to this statement, and a sample of the same stream estimates
 -- the same mean.
 WITH ended AS (
-    UPDATE tasks
-       SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,
-           result = CAST(:result AS jsonb),
-           finished_at = now(),
-           lease_token = NULL,
-           lease_expires_at = NULL
-     WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+-- compose: _end_claim_as_done
     RETURNING id, state, pool, run_at, queue, EXTRACT(EPOCH FROM finished_at - started_at) AS seconds
 ), learnt AS (
     INSERT INTO queue_estimates AS e (queue, slot, finished, mean_seconds)
@@ -156,14 +150,20 @@ WITH ended AS (
 -- pool slot is ever left taken; when it matches nothing (a lost lease, or a
 -- pool the caller did not know of) the caller runs complete_task, which
 -- tells those apart.
+-- compose: _end_claim_as_done
+   AND pool IS NULL
+RETURNING id, state, run_at;
+
+-- name: _end_claim_as_done
+-- Ends a claim as done (cancelled if cancel was requested), matched on its
+-- lease token: complete_task and complete_task_alone.
 UPDATE tasks
    SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'done' END,
        result = CAST(:result AS jsonb),
        finished_at = now(),
        lease_token = NULL,
        lease_expires_at = NULL
- WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running' AND pool IS NULL
-RETURNING id, state, run_at;
+ WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
 
 -- name: complete_tasks
 -- Batched completion: many claims end as done in one statement and one
