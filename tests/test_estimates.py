@@ -9,6 +9,7 @@ import pytest
 
 from taskqueue import TaskQueue, ValidationError
 from taskqueue.store import registry as registry_ops
+from taskqueue.store.tasks import ESTIMATE_SAMPLE
 
 
 def heads(tq: TaskQueue, *, queues: list[str] | None = None, limit: int = 1000, descending: bool = False) -> list[int]:
@@ -44,12 +45,12 @@ def test_completions_teach_the_queue_its_run_time(tq: TaskQueue, dsn: str) -> No
     sql(dsn, "UPDATE taskqueue.tasks SET started_at = now() - interval '3 seconds' WHERE queue = 'learn'")
     tq.complete_many([(t, None) for t in tasks[:8]])  # batched: every task counts
     for t in tasks[8:]:
-        tq.complete(t)  # one at a time: one task in eight (by id) counts
+        tq.complete(t)  # one at a time: one task in ESTIMATE_SAMPLE (by id) counts
     learnt = tq.db.run(registry_ops.learnt_estimates(["learn", "other"]))
     assert set(learnt) == {"learn"}
     assert 2.9 < learnt["learn"] < 3.5
     [(finished,)] = sql(dsn, "SELECT sum(finished) FROM taskqueue.queue_estimates")
-    assert finished == 8 + sum(1 for t in tasks[8:] if t.id % 8 == 0)
+    assert finished == 8 + sum(1 for t in tasks[8:] if t.id % ESTIMATE_SAMPLE == 0)
 
 
 @pytest.mark.parametrize("descending", [False, True])

@@ -122,9 +122,9 @@ RETURNING t.id, t.lease_expires_at, t.cancel_requested;
 -- Ends the current claim as done (or cancelled if cancel was requested) and
 -- releases its pool slot in the same statement (_release_pool_slot). The slot
 -- is released only when the task row matched, so a second completion
--- releases nothing. One task in eight (by id; ESTIMATE_SAMPLE in
--- store/tasks.py says the same) adds its run time to the queue's learnt
--- estimate (see complete_tasks): an upsert per completion
+-- releases nothing. One task in :sample (by id; the caller passes
+-- store/tasks.py's ESTIMATE_SAMPLE, which also decides complete_task_alone)
+-- adds its run time to the queue's learnt estimate (see complete_tasks): an upsert per completion
 -- added a fifth to this statement, and a sample of the same stream estimates
 -- the same mean.
 WITH ended AS (
@@ -133,7 +133,8 @@ WITH ended AS (
 ), learnt AS (
     INSERT INTO queue_estimates AS e (queue, slot, finished, mean_seconds)
     SELECT ended.queue, pg_backend_pid() % 8, 1, GREATEST(ended.seconds, 0)
-      FROM ended WHERE ended.state = 'done' AND ended.seconds IS NOT NULL AND ended.id % 8 = 0
+      FROM ended WHERE ended.state = 'done' AND ended.seconds IS NOT NULL
+       AND ended.id % CAST(:sample AS integer) = 0
     ON CONFLICT (queue, slot) DO UPDATE
        SET finished = e.finished + 1,
            mean_seconds = e.mean_seconds + (EXCLUDED.mean_seconds - e.mean_seconds) * 0.1,
@@ -143,8 +144,8 @@ WITH ended AS (
 
 -- name: complete_task_alone
 -- complete_task for the common case, as one plain UPDATE: a task with no
--- pool whose run time is not sampled for the estimate (id % 8 <> 0, decided
--- by the caller). complete_task's CTEs on queue_estimates and pools open
+-- pool whose run time is not sampled for the estimate (decided by the
+-- caller, with the sample it passes complete_task). complete_task's CTEs on queue_estimates and pools open
 -- those tables even when they change nothing, about 115k of 1.7M server
 -- instructions a claim + complete. It matches only a row with no pool, so no
 -- pool slot is ever left taken; when it matches nothing (a lost lease, or a

@@ -99,7 +99,9 @@ def heartbeat_many(claims: Sequence[tuple[int, str]], lease: float | None) -> Op
     return {r["id"]: Beat(r["id"], r["lease_expires_at"], r["cancel_requested"]) for r in found}
 
 
-#: complete_task adds one task in this many (by id) to its queue's learnt estimate.
+#: A single completion adds one task in this many (by id) to its queue's
+#: learnt estimate; complete_task is given it, and the rest end with
+#: complete_task_alone when they have no pool.
 ESTIMATE_SAMPLE = 8
 
 
@@ -114,7 +116,8 @@ def complete(task_id: int, token: str, result_json: str | None, channel: str, *,
         row = yield from first("complete_task_alone", id=task_id, token=token, result=result_json)
         if row is not None:
             return _outcome(row)
-    row = yield from first("complete_task", id=task_id, token=token, result=result_json, channel=channel)
+    row = yield from first("complete_task", id=task_id, token=token, result=result_json, channel=channel,
+                           sample=ESTIMATE_SAMPLE)
     return _outcome(row)
 
 
