@@ -124,9 +124,9 @@ RETURNING t.id, t.lease_expires_at, t.cancel_requested;
 -- is released only when the task row matched, so a second completion
 -- releases nothing. One task in :sample (by id; the caller passes
 -- store/tasks.py's ESTIMATE_SAMPLE, which also decides complete_task_alone)
--- adds its run time to the queue's learnt estimate (see complete_tasks): an upsert per completion
--- added a fifth to this statement, and a sample of the same stream estimates
--- the same mean.
+-- adds its run time to the queue's learnt estimate (see complete_tasks): an
+-- upsert per completion added a fifth to this statement, and a sample of the
+-- same stream estimates the same mean.
 WITH ended AS (
 -- compose: _end_claim_as_done
     RETURNING id, state, pool, run_at, queue, EXTRACT(EPOCH FROM finished_at - started_at) AS seconds
@@ -145,9 +145,9 @@ WITH ended AS (
 -- name: complete_task_alone
 -- complete_task for the common case, as one plain UPDATE: a task with no
 -- pool whose run time is not sampled for the estimate (decided by the
--- caller, with the sample it passes complete_task). complete_task's CTEs on queue_estimates and pools open
--- those tables even when they change nothing, about 115k of 1.7M server
--- instructions a claim + complete. It matches only a row with no pool, so no
+-- caller, with the sample it passes complete_task). complete_task's CTEs on
+-- queue_estimates and pools open those tables even when they change nothing,
+-- about 115k of 1.7M server instructions a claim + complete. It matches only a row with no pool, so no
 -- pool slot is ever left taken; when it matches nothing (a lost lease, or a
 -- pool the caller did not know of) the caller runs complete_task, which
 -- tells those apart.
