@@ -1,0 +1,108 @@
+"""A claim over a list of several queues remembers a dry look (claim_tasks v14).
+
+Over a list, the other queues' tasks stay queued at the head of the shared
+order and pile up there, one more each claim. Once that pile outgrew the
+look's budget, v13 read the budget twice on every claim (the look, then its
+last key) before each listed queue's own window found the task. v14 keeps
+the session's dry-look hint for the list as it does for one queue.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import psycopg
+import pytest
+
+from tests.test_claim_plan import _index_fetches
+
+pytestmark = pytest.mark.slow
+
+LISTED = ["b", "c"]
+PILE = 1_000  # other queues' tasks at the head; the look's budget here is 2 queues x 16 rows x class 7 = 224
+
+
+def _seed(conn: psycopg.Connection) -> None:
+    conn.execute(
+        "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+        "SELECT 'a', '{}'::jsonb, 1, 10, 'queued', 3 FROM generate_series(1, %s)", (PILE,))
+    conn.execute(
+        "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+        "SELECT CASE WHEN g % 2 = 0 THEN 'b' ELSE 'c' END, '{}'::jsonb, 2, 1 + (g * 7919) % 200, 'queued', 3 "
+        "FROM generate_series(1, 2000) g")
+    conn.execute("VACUUM ANALYZE tasks")
+
+
+def test_a_session_that_saw_a_list_look_run_dry_goes_to_the_listed_queues_at_once(dsn: str) -> None:
+    """The first claim's look reads its budget of other queues' tasks and
+    finds nothing: the hint is learnt, keyed by the list. The next 15 claims
+    of no larger an amount skip the look and cost fewer buffers; every one
+    still takes the first task in claim order that fits, even one enqueued
+    ahead of the pile. A claim over another list does not use the hint."""
+    key = "md5:" + hashlib.md5("{b,c}".encode()).hexdigest()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        _seed(conn)
+
+        def hint() -> str:
+            return str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")
+
+        def first_fit(available: int, queues: list[str]) -> int:
+            row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= %s AND queue = ANY (%s) "
+                               "ORDER BY priority, id LIMIT 1", (available, queues)).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        def claim(available: int, queues: list[str]) -> int:
+            row = conn.execute("SELECT id FROM claim_tasks(%s, 1, %s, 'w', 60, false)", (available, queues)).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        def counted(available: int, queues: list[str]) -> tuple[int, int]:
+            """Claim in a transaction of its own; the id and the rows it fetched by index."""
+            with conn.transaction():
+                before = _index_fetches(conn)
+                got = claim(available, queues)
+                return got, _index_fetches(conn) - before
+
+        assert hint() == ""
+        for _ in range(2):  # the same list in another order is another key: warms both paths' plans
+            expected = first_fit(100, ["c", "b"])
+            assert claim(100, ["c", "b"]) == expected
+        assert hint().startswith("100:1:md5:") and not hint().endswith(key)
+        expected = first_fit(100, LISTED)
+        got, dry = counted(100, LISTED)
+        assert got == expected
+        assert hint() == f"100:0:{key}"  # the look ran dry past 224 rows of queue a: learnt
+        expected = first_fit(100, LISTED)
+        got, skipped = counted(100, LISTED)
+        assert got == expected
+        assert hint() == f"100:1:{key}"
+        assert dry >= 224, f"a dry look fetched {dry} rows"
+        assert skipped < 64, f"a skipped look fetched {skipped} rows, a dry one {dry}"
+        for n in range(2, 16):
+            if n == 8:
+                conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+                             "VALUES ('c', '{}', 0, 10, 'queued', 3)")
+            expected = first_fit(90, LISTED)
+            assert claim(90, LISTED) == expected  # skipped, still exact (and the task ahead of the pile first)
+            assert hint() == f"100:{n}:{key}"
+        expected = first_fit(100, LISTED)
+        assert claim(100, LISTED) == expected  # the 16th looks again: still dry, learnt again
+        assert hint() == f"100:0:{key}"
+        expected = first_fit(100, ["a", "b"])
+        assert claim(100, ["a", "b"]) == expected  # another list: its look finds queue a's head, the hint is cleared
+        assert hint() == ""
+
+
+def test_below_sixteen_left_a_list_learns_no_hint(dsn: str) -> None:
+    """Below 16 left the levels are exact and the buckets are asked; the
+    listed queues' own windows do not run there, so no hint is kept."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        _seed(conn)
+        row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= 12 AND queue = ANY (%s) "
+                           "ORDER BY priority, id LIMIT 1", (LISTED,)).fetchone()
+        got = conn.execute("SELECT id FROM claim_tasks(12, 1, %s, 'w', 60, false)", (LISTED,)).fetchone()
+        assert got == row
+        assert conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] in (None, "")
