@@ -106,3 +106,44 @@ def test_below_sixteen_left_a_list_learns_no_hint(dsn: str) -> None:
         got = conn.execute("SELECT id FROM claim_tasks(12, 1, %s, 'w', 60, false)", (LISTED,)).fetchone()
         assert got == row
         assert conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] in (None, "")
+
+
+def test_claims_over_a_list_with_piles_in_each_queue_stay_exact(dsn: str) -> None:
+    """The hint over a list: queue a piles up at the head of the shared
+    order, and each listed queue has a pile of its own of tasks too big, of
+    varied lengths (some longer than the listed queues' own windows).
+    Every claim, skipped look or not, takes exactly the task the naive query
+    names, while tasks are enqueued ahead of the piles now and then."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT 'a', '{}'::jsonb, 1, 10, 'queued', 3 FROM generate_series(1, 600)")
+        # per listed queue: a pile of tasks too big (20, 60, 150, 300 long), then sizes 1..200
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT q, '{}'::jsonb, 1, 5000, 'queued', 3 "
+            "FROM (VALUES ('b', 20), ('c', 60), ('d', 150), ('e', 300)) v(q, pile), generate_series(1, 300) g "
+            "WHERE g <= v.pile")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT (ARRAY['b','c','d','e'])[1 + g % 4], '{}'::jsonb, 1 + g % 3, 1 + (g * 7919) % 200, 'queued', 3 "
+            "FROM generate_series(1, 3000) g")
+        conn.execute("VACUUM ANALYZE tasks")
+        listed = ["b", "c", "d", "e"]
+        skipped = 0
+        for n in range(300):
+            available = 16 + (n * 37) % 185
+            if n % 50 == 25:
+                conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+                             "VALUES (%s, '{}', 0, 17, 'queued', 3)", (listed[n % 4],))
+            expected = conn.execute(
+                "SELECT id FROM tasks WHERE state = 'queued' AND required <= %s AND queue = ANY (%s) "
+                "ORDER BY priority, id LIMIT 1", (available, listed)).fetchone()
+            hint = str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")
+            got = conn.execute("SELECT id FROM claim_tasks(%s, 1, %s, 'w', 60, false)", (available, listed)).fetchone()
+            assert got == expected, (n, available)
+            after = str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")
+            skipped += after.split(":")[1:2] not in ([], ["0"]) and after != hint
+        assert skipped > 100, f"only {skipped} of 300 claims skipped the shared look"
+
