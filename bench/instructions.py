@@ -153,7 +153,7 @@ def _api_session(cluster: Cluster, schema: str, shape: shapes.Shape, loops: int)
 
 def per_claim(cluster: Cluster, schema: str, fn: str, shape: shapes.Shape) -> float:
     if fn == NAIVE:  # its own index, there only while it runs (as in the shapes scenario)
-        common.execute(cluster.dsn, schema, shapes.NAIVE_INDEX, "ANALYZE tasks")
+        common.execute(cluster.dsn, schema, shape.naive_index, "ANALYZE tasks")
     def session(loops: int) -> int:
         if fn == API:
             return _api_session(cluster, schema, shape, loops)

@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bench.shapes import NAIVE_DONE, NAIVE_INDEX, POOLS, SEED, SHAPES, Shape
+from bench.shapes import NAIVE_DONE, POOLS, SEED, SHAPES, Shape
 from taskqueue.testing.database import Server, fresh_database
 
 pytestmark = pytest.mark.slow
@@ -88,7 +88,7 @@ def naive(dsn: str, shape: Shape) -> int:
     available = shape.available if isinstance(shape.available, int) else shape.available[1] // 2
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SET search_path TO taskqueue")
-        conn.execute(NAIVE_INDEX)
+        conn.execute(shape.naive_index)
         conn.execute("ANALYZE tasks")
     return buffers(dsn, shape.naive_sql(), shape.naive_params(available))[0]
 
