@@ -1,4 +1,4 @@
-"""A list of several queues remembers a dry look, as one queue does.
+"""A list of several queues, and a descending claim, remember a dry look.
 
 Revision ID: 0018
 Revises: 0017
@@ -11,6 +11,11 @@ session's ``taskqueue.dry_look`` hint, keyed by the list. The session's next
 15 claims over the same list, of no larger an amount, skip the look and read
 each listed queue's own window from the start of the order. The hint skips
 a statement, never a row, so what is claimed is unchanged.
+
+One task in descending order (``order="max"``) over one queue learns the
+same hint from its first window: a window that read all its 64 rows and
+found none that fits. The session's next 15 claims of no larger an amount
+ask the buckets at once, starting inside the best priority.
 
 Only the function changes; no table or index does.
 """
