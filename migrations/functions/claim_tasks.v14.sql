@@ -218,6 +218,8 @@ DECLARE
     c_dry_skips CONSTANT integer := 15;  -- claims that skip the look after one ran dry
     v_hint text;
     v_hint_n integer;
+    v_hint_amount bigint;
+    v_hint_key text;
     v_skip boolean := false;
     v_key text;
     v_pooled boolean;  -- the look met a fitting row in a pool
@@ -312,30 +314,37 @@ BEGIN
     END IF;
 
 
+    IF p_limit = 1 AND NOT p_peek THEN
+        -- The session's hint, read once for steps D and H (version 14):
+        -- 'amount:skips:key' after a look (or D's first window) found nothing
+        -- that fits. A value that does not read so (set by hand, say) is
+        -- cleared, never parsed (version 11), so it cannot make a claim fail.
+        v_hint := NULLIF(current_setting('taskqueue.dry_look', true), '');
+        IF v_hint IS NOT NULL AND v_hint !~ '^[0-9]{1,18}:[0-9]{1,9}:.' THEN
+            PERFORM set_config('taskqueue.dry_look', '', false);
+            v_hint := NULL;
+        END IF;
+        IF v_hint IS NOT NULL THEN
+            v_hint_amount := split_part(v_hint, ':', 1)::bigint;
+            v_hint_n := split_part(v_hint, ':', 2)::integer;
+            v_hint_key := substr(v_hint, length(split_part(v_hint, ':', 1)) + length(split_part(v_hint, ':', 2)) + 3);
+        END IF;
+    END IF;
+
     IF p_limit = 1 AND p_descending AND NOT p_peek AND v_window AND cardinality(v_queues) = 1 THEN
         -- D. One task, descending, one queue (version 14): the session's hint
         -- as the look keeps it, learnt by the first window. While it holds
         -- for this queue and no larger an amount, the first 15 claims skip
-        -- that window and ask the buckets from the start of the order.
+        -- that window and ask the buckets.
         v_dkey := 'desc:' || v_queues[1];
-        v_hint := NULLIF(current_setting('taskqueue.dry_look', true), '');
-        IF v_hint IS NOT NULL AND v_hint !~ '^[0-9]{1,18}:[0-9]{1,9}:.' THEN
-            PERFORM set_config('taskqueue.dry_look', '', false);  -- not ours: cleared, never parsed
-            v_hint := NULL;
-        END IF;
-        IF v_hint IS NOT NULL THEN
-            v_hint_n := split_part(v_hint, ':', 2)::integer;
-            IF substr(v_hint, length(split_part(v_hint, ':', 1)) + length(split_part(v_hint, ':', 2)) + 3) = v_dkey
-               AND v_remaining <= split_part(v_hint, ':', 1)::bigint AND v_hint_n < c_dry_skips THEN
-                v_window := false;
-                PERFORM set_config('taskqueue.dry_look', split_part(v_hint, ':', 1) || ':' || (v_hint_n + 1)::text || ':' || v_dkey,
-                                   false);
-                -- The buckets start inside the best priority (one descent): a
-                -- descending probe from before every priority first asks
-                -- which priority is next, a second descent for each level.
-                v_lk := COALESCE(-(SELECT max(t.priority) FROM tasks t
-                                    WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1])::bigint, v_lk);
-            END IF;
+        IF v_hint_key = v_dkey AND v_remaining <= v_hint_amount AND v_hint_n < c_dry_skips THEN
+            v_window := false;
+            PERFORM set_config('taskqueue.dry_look', v_hint_amount::text || ':' || (v_hint_n + 1)::text || ':' || v_dkey, false);
+            -- The buckets start inside the best priority (one descent): a
+            -- descending probe from before every priority first asks which
+            -- priority is next, a second descent for each level.
+            v_lk := COALESCE(-(SELECT max(t.priority) FROM tasks t
+                                WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1])::bigint, v_lk);
         END IF;
         v_dwatch := v_window;
     END IF;
@@ -380,19 +389,10 @@ BEGIN
         -- In a pile that grows by one task a claim (each takes the oldest
         -- task that fits), a look past its budget is a statement in vain.
         v_key := CASE WHEN v_several THEN 'md5:' || md5(v_queues::text) ELSE COALESCE(v_queues[1], '*') END;
-        v_hint := NULLIF(current_setting('taskqueue.dry_look', true), '');
-        IF v_hint IS NOT NULL AND v_hint !~ '^[0-9]{1,18}:[0-9]{1,9}:.' THEN
-            PERFORM set_config('taskqueue.dry_look', '', false);  -- not ours: cleared, never parsed (version 11)
-            v_hint := NULL;
-        END IF;
-        IF v_hint IS NOT NULL AND (NOT v_several OR v_window) THEN
-            v_hint_n := split_part(v_hint, ':', 2)::integer;
-            v_skip := substr(v_hint, length(split_part(v_hint, ':', 1)) + length(split_part(v_hint, ':', 2)) + 3) = v_key
-                      AND v_remaining <= split_part(v_hint, ':', 1)::bigint AND v_hint_n < c_dry_skips;
-            IF v_skip THEN
-                PERFORM set_config('taskqueue.dry_look', split_part(v_hint, ':', 1) || ':' || (v_hint_n + 1)::text || ':' || v_key,
-                                   false);
-            END IF;
+        v_skip := COALESCE(v_hint_key = v_key AND v_remaining <= v_hint_amount AND v_hint_n < c_dry_skips
+                           AND (NOT v_several OR v_window), false);
+        IF v_skip THEN
+            PERFORM set_config('taskqueue.dry_look', v_hint_amount::text || ':' || (v_hint_n + 1)::text || ':' || v_key, false);
         END IF;
         IF v_global THEN
             -- The session's count of queues with claimable tasks at its last
