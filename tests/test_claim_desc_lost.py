@@ -1,0 +1,88 @@
+"""A descending claim that loses its row reads on after it (claim_tasks v15).
+
+Below 16 left, a descending claim asks the buckets first. When the row they
+found was locked by a concurrent claim, version 14 asked the buckets again
+from that row, three descents per bucket each time; with 8 consumers over
+one queue whose tasks each have their own priority (deadlines_max), a claim
+asked them 3.06 times. Version 15 reads the next rows in claim order (the
+window) after a lost row, and goes on reading while it loses more.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _seed(conn: psycopg.Connection) -> None:
+    """Every task its own priority; the ones that fit 4 hold the lowest 200 priorities."""
+    conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+    conn.execute(
+        "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+        "SELECT 'default', '{}'::jsonb, g, CASE WHEN g <= 200 THEN 1 + g % 4 ELSE 5 + (g * 7919) % 60 END, "
+        "'queued', 3 FROM generate_series(1, 5000) g")
+    conn.execute("ANALYZE tasks")
+
+
+def _fits_in_claim_order(conn: psycopg.Connection, available: int, n: int) -> list[int]:
+    return [int(r[0]) for r in conn.execute(
+        "SELECT id FROM tasks WHERE state = 'queued' AND required <= %s ORDER BY priority DESC, id LIMIT %s",
+        (available, n)).fetchall()]
+
+
+def _claim_counting_calls(conn: psycopg.Connection, limit: int = 1) -> tuple[list[int], dict[str, int]]:
+    """One claim of 4 in descending order; its ids and each function's calls; rolled back."""
+    try:
+        conn.execute("SET LOCAL track_functions = 'pl'")
+    except psycopg.errors.InsufficientPrivilege:
+        conn.rollback()
+        pytest.skip("counting function calls needs a role that may set track_functions")
+    ids = [int(r[0]) for r in conn.execute("SELECT id FROM claim_tasks(4, %s, NULL, 'w', 60, true)", (limit,))]
+    calls = {str(k): int(v) for k, v in conn.execute(
+        "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'taskqueue'").fetchall()}
+    conn.rollback()
+    return ids, calls
+
+
+@pytest.mark.parametrize("locked", [1, 3, 70])
+def test_a_lost_row_sends_a_descending_claim_on_in_order_not_back_to_the_buckets(dsn: str, locked: int) -> None:
+    """Another transaction holds the first ``locked`` fits: the claim takes the
+    next fit in claim order, and asks the buckets once (version 14: once per
+    lost row). 70 locked rows span two windows of 64."""
+    with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
+        _seed(conn)
+        conn.commit()
+        fits = _fits_in_claim_order(conn, 4, locked + 1)
+        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        held = other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fits[:locked],)).fetchall()
+        assert len(held) == locked
+        ids, calls = _claim_counting_calls(conn)
+        other.rollback()
+    assert ids == [fits[locked]]
+    assert calls.get("fit_candidate") == 1, calls
+
+
+def test_claim_many_in_descending_order_passes_over_locked_rows_and_keeps_claim_order(dsn: str) -> None:
+    """claim_many of 3 with 4 available: the first five fits are locked
+    elsewhere, so the claim takes the next fits that still fit what is left,
+    in claim order, as the naive query would."""
+    with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
+        _seed(conn)
+        conn.commit()
+        fits = _fits_in_claim_order(conn, 4, 200)
+        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fits[:5],))
+        ids, _ = _claim_counting_calls(conn, limit=3)
+        expected, left = [], 4
+        for row in conn.execute("SELECT id, required FROM tasks WHERE state = 'queued' AND id <> ALL (%s) "
+                                "ORDER BY priority DESC, id", (fits[:5],)):
+            if len(expected) == 3:
+                break
+            if row[1] <= left:
+                expected.append(int(row[0]))
+                left -= row[1]
+        conn.rollback()
+        other.rollback()
+    assert ids == expected
