@@ -28,8 +28,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    load_sql_objects(op.get_bind(), "claim_tasks.v15")
+    load_sql_objects(op.get_bind(), "fit_candidate.v4", "claim_tasks.v15")
 
 
 def downgrade() -> None:
-    load_sql_objects(op.get_bind(), "claim_tasks.v14")
+    load_sql_objects(op.get_bind(), "claim_tasks.v14", "fit_candidate.v3")
