@@ -31,7 +31,8 @@ def _seed(conn: psycopg.Connection, priority: int) -> int:
     conn.execute("ALTER TABLE tasks SET (fillfactor = 10)")
     conn.execute(
         "INSERT INTO tasks (id, queue, payload, priority, required, state, max_attempts) "
-        "SELECT g, 'default', jsonb_build_object('pad', repeat('x', 700)), %s, CASE WHEN g = 100 THEN 1 WHEN g > 700 THEN 499990 + g %% 10 "
+        "SELECT g, 'default', jsonb_build_object('pad', repeat('x', 700)), %s, "
+        "CASE WHEN g = 100 THEN 1 WHEN g > 700 THEN 499990 + g %% 10 "
         "ELSE 500001 + g %% 100 END, 'queued', 3 FROM generate_series(1, 710) g WHERE g <= 20 OR g >= 100",
         (priority,))
     conn.execute("ANALYZE tasks")
