@@ -89,13 +89,13 @@ class TaskRow(Base):
         CheckConstraint(
             "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
         ),
-        # The claim indexes (see claim_tasks.v14.sql). Parked tasks (queued in
+        # The claim indexes (see claim_tasks.v15.sql). Parked tasks (queued in
         # a full pool) are left out until the pool has room.
         # Claim order, for the window at the head.
         Index("ix_tasks_claim", "queue", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
         # The same order over every queue, for a claim given no queue list (migration 0011).
         Index("ix_tasks_claim_any", "priority", "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
-        # The fit levels, coarse to fine (see fit_candidate.v3.sql): each whole
+        # The fit levels, coarse to fine (see fit_candidate.v4.sql): each whole
         # bucket's best task in one probe. One per doubling (migration 0009):
         Index(
             "ix_tasks_fit_class",

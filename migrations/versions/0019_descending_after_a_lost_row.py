@@ -1,4 +1,4 @@
-"""A descending claim that loses its row reads on from it, not the buckets again.
+"""A descending claim that loses its row reads on from it; a boundary walk stops at the best row.
 
 Revision ID: 0019
 Revises: 0018
@@ -12,7 +12,12 @@ consumers over one queue whose tasks each have their own priority, each
 claim asked them about three times. What is claimed is unchanged: the
 window and the buckets both go on from the same key.
 
-Only the function changes; no table or index does.
+fit_candidate v4: a walk of the boundary bucket (the fine bucket that holds
+what is left + 1) stops at the best row found so far. Version 3 filtered
+the rows at or after it out only after its LIMIT had counted them, so one
+walk could read 256 rows that could never be the answer.
+
+Only the functions change; no table or index does.
 """
 
 from __future__ import annotations
