@@ -13,7 +13,11 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from tests.test_claim_plan import _calls_in_transaction
+
 pytestmark = pytest.mark.slow
+
+CLAIM = "SELECT id FROM claim_tasks(4, {limit}, NULL, 'w', 60, true)"  # 4 available, descending
 
 
 def _seed(conn: psycopg.Connection) -> None:
@@ -32,20 +36,6 @@ def _fits_in_claim_order(conn: psycopg.Connection, available: int, n: int) -> li
         (available, n)).fetchall()]
 
 
-def _claim_counting_calls(conn: psycopg.Connection, limit: int = 1) -> tuple[list[int], dict[str, int]]:
-    """One claim of 4 in descending order; its ids and each function's calls; rolled back."""
-    try:
-        conn.execute("SET LOCAL track_functions = 'pl'")
-    except psycopg.errors.InsufficientPrivilege:
-        conn.rollback()
-        pytest.skip("counting function calls needs a role that may set track_functions")
-    ids = [int(r[0]) for r in conn.execute("SELECT id FROM claim_tasks(4, %s, NULL, 'w', 60, true)", (limit,))]
-    calls = {str(k): int(v) for k, v in conn.execute(
-        "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'taskqueue'").fetchall()}
-    conn.rollback()
-    return ids, calls
-
-
 @pytest.mark.parametrize("locked", [1, 3, 70])
 def test_a_lost_row_sends_a_descending_claim_on_in_order_not_back_to_the_buckets(dsn: str, locked: int) -> None:
     """Another transaction holds the first ``locked`` fits: the claim takes the
@@ -58,7 +48,7 @@ def test_a_lost_row_sends_a_descending_claim_on_in_order_not_back_to_the_buckets
         other.execute("SELECT set_config('search_path', 'taskqueue', false)")
         held = other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fits[:locked],)).fetchall()
         assert len(held) == locked
-        ids, calls = _claim_counting_calls(conn)
+        ids, calls = _calls_in_transaction(conn, CLAIM.format(limit=1))
         other.rollback()
     assert ids == [fits[locked]]
     assert calls.get("fit_candidate") == 1, calls
@@ -74,7 +64,7 @@ def test_claim_many_in_descending_order_passes_over_locked_rows_and_keeps_claim_
         fits = _fits_in_claim_order(conn, 4, 200)
         other.execute("SELECT set_config('search_path', 'taskqueue', false)")
         other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fits[:5],))
-        ids, _ = _claim_counting_calls(conn, limit=3)
+        ids, _ = _calls_in_transaction(conn, CLAIM.format(limit=3))
         expected, left = [], 4
         for row in conn.execute("SELECT id, required FROM tasks WHERE state = 'queued' AND id <> ALL (%s) "
                                 "ORDER BY priority DESC, id", (fits[:5],)):
