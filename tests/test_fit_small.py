@@ -71,6 +71,7 @@ def test_small_amounts_match_the_rule(dsn: str, seed: int) -> None:
 def test_a_negative_amount_finds_nothing(dsn: str) -> None:
     with psycopg.connect(dsn) as conn:
         _seed(conn, random.Random(9))
-        [(got,)] = conn.execute("SELECT id FROM fit_candidate(ARRAY['a','b','c'], -1, -2147483647, 0, false, '{}')").fetchall()
+        sql = "SELECT id FROM fit_candidate(ARRAY['a', 'b', 'c'], -1, -2147483647, 0, false, '{}')"
+        [(got,)] = conn.execute(sql).fetchall()
         conn.rollback()
     assert got is None
