@@ -29,13 +29,21 @@ def _seed(conn: psycopg.Connection, rng: random.Random) -> list[tuple[int, str, 
     with conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO tasks (id, queue, payload, priority, required, pool, state, max_attempts) "
-            "VALUES (%s, %s, '{}', %s, %s, %s, 'queued', 3)", rows)
+            "VALUES (%s, %s, '{}', %s, %s, %s, 'queued', 3)",
+            rows,
+        )
     conn.execute("ANALYZE tasks")
     return rows
 
 
-def _reference(rows: list[tuple[int, str, int, int, str | None]], queues: list[str], remaining: int,
-               key: tuple[int, int], descending: bool, full: list[str]) -> int | None:
+def _reference(
+    rows: list[tuple[int, str, int, int, str | None]],
+    queues: list[str],
+    remaining: int,
+    key: tuple[int, int],
+    descending: bool,
+    full: list[str],
+) -> int | None:
     best = None
     for task_id, queue, priority, required, pool in rows:
         k = (-priority if descending else priority, task_id)
@@ -56,10 +64,11 @@ def test_small_amounts_match_the_rule(dsn: str, seed: int) -> None:
             queues = rng.sample(QUEUES, rng.randint(1, 3))
             full = rng.sample(POOLS, rng.randint(0, 2))
             start = rng.choice(rows)
-            key = rng.choice(((-2**31 + 1, 0), ((-start[2] if descending else start[2]), start[0])))
+            key = rng.choice(((-(2**31) + 1, 0), ((-start[2] if descending else start[2]), start[0])))
             [(got,)] = conn.execute(
                 "SELECT id FROM fit_candidate(%s, %s, %s, %s, %s, %s)",
-                (queues, remaining, key[0], key[1], descending, full)).fetchall()
+                (queues, remaining, key[0], key[1], descending, full),
+            ).fetchall()
             expected = _reference(rows, queues, remaining, key, descending, full)
             assert got == expected, f"queues={queues} remaining={remaining} key={key} desc={descending} full={full}"
             checked += 1
