@@ -7,8 +7,10 @@ scenario starts a private PostgreSQL cluster under ``valgrind --tool=callgrind``
 (the same server binaries as ``pg_config --bindir``), seeds each ``--only``
 shape at ``--rows`` (default 20,000: everything runs about 50x slower), and
 loads the ``--old`` function file beside the current one, renamed
-``claim_tasks_old``. For each function it runs two sessions, one of 10 warm-up
-loops and one of 10 + ``LOOPS``; the difference between their totals, over
+``claim_tasks_old`` (or, for a function the claim calls, e.g. ``--old
+fit_candidate.v4``, that one renamed, called by a copy of the newest
+claim_tasks renamed ``claim_tasks_old``). For each function it runs two
+sessions, one of 10 warm-up loops and one of 10 + ``LOOPS``; the difference between their totals, over
 ``LOOPS``, is the instructions one claim (``claim_tasks(available, 1, ...)``)
 and its completion (a plain UPDATE by id) cost the server, start-up and
 planning excluded. The naive query of the shapes scenario is counted the same
@@ -207,12 +209,30 @@ def at_previous_revision(cluster: Cluster, schema: str, shape: shapes.Shape) -> 
 
 
 def load_renamed(dsn: str, schema: str, name: str) -> None:
+    """Load ``name`` as ``claim_tasks_old``; a function the claim calls (``fit_candidate.v4``) as ``NAME_old``,
+    with the newest claim_tasks calling it loaded as ``claim_tasks_old``, so one function's change is counted alone."""
     from taskqueue.migrate import functions_dir
 
     text = (functions_dir() / f"{name}.sql").read_text()
-    if "FUNCTION claim_tasks(" not in text:
-        raise SystemExit(f"instructions: {name}.sql defines no claim_tasks")
-    common.execute(dsn, schema, text.replace("FUNCTION claim_tasks(", "FUNCTION claim_tasks_old(", 1))
+    function = name.split(".")[0]
+    if f"FUNCTION {function}(" not in text:
+        raise SystemExit(f"instructions: {name}.sql defines no {function}")
+    if function == "claim_tasks":
+        common.execute(dsn, schema, text.replace("FUNCTION claim_tasks(", "FUNCTION claim_tasks_old(", 1))
+        return
+    claim = newest_claim_tasks().read_text()
+    if f"{function}(" not in claim:
+        raise SystemExit(f"instructions: claim_tasks does not call {function}")
+    common.execute(dsn, schema, text.replace(f"FUNCTION {function}(", f"FUNCTION {function}_old(", 1))
+    claim = claim.replace(f"{function}(", f"{function}_old(")
+    claim = claim.replace("FUNCTION claim_tasks(", "FUNCTION claim_tasks_old(", 1)
+    common.execute(dsn, schema, claim)
+
+
+def newest_claim_tasks() -> Path:
+    from taskqueue.migrate import functions_dir
+
+    return max(functions_dir().glob("claim_tasks.v*.sql"), key=lambda p: int(p.name.split(".")[1][1:]))
 
 
 def run(opts: common.Options) -> dict[str, Any]:
