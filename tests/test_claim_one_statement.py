@@ -1,0 +1,79 @@
+"""A single claim whose task the buckets found starts it in one statement (claim_tasks v16).
+
+Outside the look (descending order; lists of several queues), a claim that
+asked the buckets took its task with take_task (a PL/pgSQL call that locks
+the row) and then started it with the final UPDATE. Version 16 locks and
+starts a task with no pool in one statement, as the look does. A pooled
+task still goes through take_task, which takes its pool's slot.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from tests.test_claim_plan import _calls_in_transaction
+
+pytestmark = pytest.mark.slow
+
+CLAIM = "SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, true)"  # 4 available, descending
+
+
+def _seed(conn: psycopg.Connection, pool: str | None = None) -> list[int]:
+    """Every task its own priority; the ones that fit 4 hold the lowest 200. Returns the fits in claim order."""
+    conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+    conn.execute(
+        "INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
+        "SELECT 'default', '{}'::jsonb, g, CASE WHEN g <= 200 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END, %s, "
+        "'queued', 3 FROM generate_series(1, 3000) g",
+        (pool,),
+    )
+    if pool is not None:
+        conn.execute(
+            "INSERT INTO pools (name, running_limit) VALUES (%s, 5) ON CONFLICT (name) DO UPDATE SET running_limit = 5",
+            (pool,),
+        )
+    conn.execute("ANALYZE tasks")
+    return [
+        int(r[0])
+        for r in conn.execute("SELECT id FROM tasks WHERE required <= 4 ORDER BY priority DESC, id LIMIT 10").fetchall()
+    ]
+
+
+def test_a_task_with_no_pool_is_started_without_take_task(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        fits = _seed(conn)
+        conn.commit()
+        row = conn.execute(
+            "SELECT id, state, attempts, worker, lease_token IS NOT NULL, lease_expires_at > now() "
+            "FROM claim_tasks(4, 1, NULL, 'w', 60, true)"
+        ).fetchone()
+        conn.rollback()
+        ids, calls = _calls_in_transaction(conn, CLAIM)
+    assert row == (fits[0], "running", 1, "w", True, True)
+    assert ids == [fits[0]]
+    assert calls.get("fit_candidate") == 1 and "take_task" not in calls, calls
+
+
+def test_a_locked_task_is_passed_over_for_the_next_fit(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
+        fits = _seed(conn)
+        conn.commit()
+        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        other.execute("SELECT id FROM tasks WHERE id = %s FOR UPDATE", (fits[0],))
+        ids, _ = _calls_in_transaction(conn, CLAIM)
+        other.rollback()
+    assert ids == [fits[1]]
+
+
+def test_a_pooled_task_still_takes_its_pool_slot(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        fits = _seed(conn, pool="p-one-statement")
+        conn.commit()
+        ids = [r[0] for r in conn.execute(CLAIM).fetchall()]
+        running = conn.execute("SELECT running FROM pools WHERE name = 'p-one-statement'").fetchone()
+        conn.rollback()
+        _, calls = _calls_in_transaction(conn, CLAIM)
+    assert ids == [fits[0]]
+    assert running == (1,)
+    assert calls.get("take_task") == 1, calls
