@@ -10,8 +10,8 @@ loads the ``--old`` function file beside the current one, renamed
 ``claim_tasks_old`` (or, for a function the claim calls, e.g. ``--old
 fit_candidate.v4``, that one renamed, called by a copy of the newest
 claim_tasks renamed ``claim_tasks_old``). For each function it runs two
-sessions, one of 10 warm-up loops and one of 10 + ``LOOPS``; the difference between their totals, over
-``LOOPS``, is the instructions one claim (``claim_tasks(available, 1, ...)``)
+sessions, one of 10 warm-up loops and one of 10 + ``LOOPS``; the difference
+between their totals, over ``LOOPS``, is the instructions one claim (``claim_tasks(available, 1, ...)``)
 and its completion (a plain UPDATE by id) cost the server, start-up and
 planning excluded. The naive query of the shapes scenario is counted the same
 way, with its own index, for reference. Claimed rows are put back between

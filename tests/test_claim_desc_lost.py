@@ -20,13 +20,13 @@ pytestmark = pytest.mark.slow
 CLAIM = "SELECT id FROM claim_tasks(4, {limit}, NULL, 'w', 60, true)"  # 4 available, descending
 
 
-def _seed(conn: psycopg.Connection) -> None:
-    """Every task its own priority; the ones that fit 4 hold the lowest 200 priorities."""
+def _seed(conn: psycopg.Connection, rows: int = 5000, pool: str | None = None) -> None:
+    """Every task its own priority; the ones that fit 4 hold the lowest 200 priorities (all in ``pool``)."""
     conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
     conn.execute(
-        "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
-        "SELECT 'default', '{}'::jsonb, g, CASE WHEN g <= 200 THEN 1 + g % 4 ELSE 5 + (g * 7919) % 60 END, "
-        "'queued', 3 FROM generate_series(1, 5000) g")
+        "INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
+        "SELECT 'default', '{}'::jsonb, g, CASE WHEN g <= 200 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END, %s, "
+        "'queued', 3 FROM generate_series(1, %s) g", (pool, rows))
     conn.execute("ANALYZE tasks")
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from tests.test_claim_desc_lost import _fits_in_claim_order as fits_in_claim_order
+from tests.test_claim_desc_lost import _seed as seed_deadlines
 from tests.test_claim_plan import _calls_in_transaction
 
 pytestmark = pytest.mark.slow
@@ -20,24 +22,14 @@ CLAIM = "SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, true)"  # 4 available, 
 
 
 def _seed(conn: psycopg.Connection, pool: str | None = None) -> list[int]:
-    """Every task its own priority; the ones that fit 4 hold the lowest 200. Returns the fits in claim order."""
-    conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
-    conn.execute(
-        "INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
-        "SELECT 'default', '{}'::jsonb, g, CASE WHEN g <= 200 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END, %s, "
-        "'queued', 3 FROM generate_series(1, 3000) g",
-        (pool,),
-    )
+    """test_claim_desc_lost's shape (3,000 tasks), with a pool of limit 5 if named; the first 10 fits in claim order."""
+    seed_deadlines(conn, rows=3000, pool=pool)
     if pool is not None:
         conn.execute(
             "INSERT INTO pools (name, running_limit) VALUES (%s, 5) ON CONFLICT (name) DO UPDATE SET running_limit = 5",
             (pool,),
         )
-    conn.execute("ANALYZE tasks")
-    return [
-        int(r[0])
-        for r in conn.execute("SELECT id FROM tasks WHERE required <= 4 ORDER BY priority DESC, id LIMIT 10").fetchall()
-    ]
+    return fits_in_claim_order(conn, 4, 10)
 
 
 def test_a_task_with_no_pool_is_started_without_take_task(dsn: str) -> None:
