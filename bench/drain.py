@@ -73,6 +73,12 @@ OURS_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("claim-ahead", 500),),
     (("concurrency", 64), ("claim-ahead", 500)),
 )
+#: For the CPU handler, fewer handler threads too: its work holds the GIL, so
+#: threads beyond one per core only take turns at it (and with the claimer).
+OURS_CPU_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
+    (("concurrency", 1),),
+    (("concurrency", 2),),
+)
 #: The async lane's knob, for the ``async def`` handler.
 OURS_ASYNC_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("async-concurrency", 300),),
@@ -98,6 +104,8 @@ def cells(handlers: tuple[str, ...]) -> list[Cell]:
                     continue
                 out.append(Cell(library, handler, processes))
                 out.extend(Cell(library, handler, processes, s) for s in sweep)
+                if handler == "cpu" and library == "taskqueue":
+                    out.extend(Cell(library, handler, processes, s) for s in OURS_CPU_SWEEP)
     return out
 
 
