@@ -15,10 +15,10 @@ ones (measured: no difference on mb_half_pools, see docs/performance.md).
 
 from __future__ import annotations
 
-from typing import Any
-
 import psycopg
 import pytest
+
+from tests.test_claim_plan_shapes import buffers
 
 pytestmark = pytest.mark.slow
 
@@ -47,14 +47,6 @@ def _analyze(dsn: str) -> None:
         vac.execute("VACUUM ANALYZE taskqueue.tasks")
 
 
-def _buffers(conn: psycopg.Connection, sql: str, params: Any) -> int:
-    """Shared buffers of the second run (the first also plans); a function scan counts its statements'."""
-    for _ in range(2):
-        plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params).fetchone()[0][0]["Plan"]  # type: ignore[index]
-        conn.rollback()
-    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
-
-
 @pytest.mark.parametrize("descending", [False, True])
 def test_a_probe_of_an_amount_no_task_has_reads_a_few_buffers(dsn: str, descending: bool) -> None:
     """20,000 tasks that all need 1; a search for 4 left probes 0..4, four of them empty."""
@@ -66,7 +58,8 @@ def test_a_probe_of_an_amount_no_task_has_reads_a_few_buffers(dsn: str, descendi
             "SELECT id, required FROM fit_candidate('{default}', 4, %s, 0, %s, '{}')", (start, descending)
         ).fetchone()
         conn.rollback()
-        n = _buffers(conn, "SELECT * FROM fit_candidate('{default}', 4, %s, 0, %s, '{}')", (start, descending))
+        n, _ = buffers(dsn, "SELECT * FROM fit_candidate('{default}', 4, %(k)s, 0, %(d)s, '{}')",
+                       {"k": start, "d": descending})
     assert found == (1, 1)  # one priority: the oldest task, whatever the order
     assert n < 100, f"{n} buffers: a probe walked another index"  # v6: 1,495 ascending, 1,816 descending
 
@@ -81,7 +74,7 @@ def test_a_claim_whose_head_is_locked_elsewhere_reads_a_few_buffers(dsn: str) ->
         held = [r[0] for r in other.execute("SELECT id FROM tasks ORDER BY id LIMIT 8 FOR UPDATE").fetchall()]
         got = conn.execute("SELECT id FROM claim_tasks(4, 1, '{default}', 'w', 60, false)").fetchall()
         conn.rollback()
-        n = _buffers(conn, "SELECT id FROM claim_tasks(4, 1, '{default}', 'w', 60, false)", None)
+        n, _ = buffers(dsn, "SELECT id FROM claim_tasks(4, 1, '{default}', 'w', 60, false)", {})
         other.rollback()
     assert held == list(range(1, 9))
     assert got == [(9,)]
