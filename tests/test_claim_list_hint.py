@@ -1,10 +1,12 @@
-"""A claim over a list of several queues remembers a dry look (claim_tasks v14).
+"""A claim over a list of several queues remembers a dry look (claim_tasks v14) and dry own windows (v17).
 
 Over a list, the other queues' tasks stay queued at the head of the shared
 order and pile up there, one more each claim. Once that pile outgrew the
 look's budget, v13 read the budget twice on every claim (the look, then its
 last key) before each listed queue's own window found the task. v14 keeps
-the session's dry-look hint for the list as it does for one queue.
+the session's dry-look hint for the list as it does for one queue. v17 also
+remembers when each listed queue's own window ran dry after the look, and
+then skips both for the buckets.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ PILE = 1_000  # other queues' tasks at the head; the look's budget here is 2 que
 
 
 def _seed(conn: psycopg.Connection) -> None:
+    """Queue a's pile at the head of the shared order; b and c behind it, sized 1..100, so that their own
+    windows find fits for 90 or more (where their own windows run dry, v17 learns that too: see the last test)."""
     conn.execute(
         "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
         "SELECT 'a', '{}'::jsonb, 1, 10, 'queued', 3 FROM generate_series(1, %s)", (PILE,))
     conn.execute(
         "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
-        "SELECT CASE WHEN g % 2 = 0 THEN 'b' ELSE 'c' END, '{}'::jsonb, 2, 1 + (g * 7919) % 200, 'queued', 3 "
+        "SELECT CASE WHEN g % 2 = 0 THEN 'b' ELSE 'c' END, '{}'::jsonb, 2, 1 + (g * 7919) % 100, 'queued', 3 "
         "FROM generate_series(1, 2000) g")
     conn.execute("VACUUM ANALYZE tasks")
 
@@ -39,7 +43,7 @@ def test_a_session_that_saw_a_list_look_run_dry_goes_to_the_listed_queues_at_onc
     of no larger an amount skip the look and cost fewer buffers; every one
     still takes the first task in claim order that fits, even one enqueued
     ahead of the pile. A claim over another list does not use the hint."""
-    key = "md5:" + hashlib.md5("{b,c}".encode()).hexdigest()
+    key = "md5:" + hashlib.md5(b"{b,c}").hexdigest()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         _seed(conn)
@@ -147,3 +151,67 @@ def test_claims_over_a_list_with_piles_in_each_queue_stay_exact(dsn: str) -> Non
             skipped += after.split(":")[1:2] not in ([], ["0"]) and after != hint
         assert skipped > 100, f"only {skipped} of 300 claims skipped the shared look"
 
+
+
+def test_a_list_whose_own_windows_ran_dry_goes_to_the_buckets_at_once(dsn: str) -> None:
+    """claim_tasks v17. Each listed queue's head holds 50 tasks too big, more
+    than its own 8-row window: the first claim's look and windows both run
+    dry, and the hint's key becomes 'own:'. The next 15 claims skip both and
+    ask the buckets, fetching fewer rows; each still takes the first task in
+    claim order that fits, even one enqueued ahead of the piles."""
+    key = "own:" + hashlib.md5(b"{b,c}").hexdigest()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT 'a', '{}'::jsonb, 1, 10, 'queued', 3 FROM generate_series(1, %s)", (PILE,))
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT q, '{}'::jsonb, 1, 5000, 'queued', 3 FROM unnest(ARRAY['b', 'c']) q, generate_series(1, 50)")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT CASE WHEN g % 2 = 0 THEN 'b' ELSE 'c' END, '{}'::jsonb, 2, 1 + (g * 7919) % 200, 'queued', 3 "
+            "FROM generate_series(1, 2000) g")
+        conn.execute("VACUUM ANALYZE tasks")
+
+        def hint() -> str:
+            return str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")
+
+        def first_fit(available: int) -> int:
+            row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= %s AND queue = ANY (%s) "
+                               "ORDER BY priority, id LIMIT 1", (available, LISTED)).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        def counted(available: int) -> tuple[int, int]:
+            """Claim in a transaction of its own; the id and the rows it fetched by index."""
+            with conn.transaction():
+                before = _index_fetches(conn)
+                row = conn.execute("SELECT id FROM claim_tasks(%s, 1, %s, 'w', 60, false)",
+                                   (available, LISTED)).fetchone()
+                assert row is not None
+                return int(row[0]), _index_fetches(conn) - before
+
+        for _ in range(2):  # warms the plans
+            conn.execute("SELECT id FROM claim_tasks(100, 1, '{c,b}', 'w', 60, false)")
+        expected = first_fit(100)
+        got, dry = counted(100)
+        assert got == expected
+        assert hint() == f"100:0:{key}"  # the look and both queues' windows ran dry: learnt
+        expected = first_fit(100)
+        got, skipped = counted(100)
+        assert got == expected
+        assert hint() == f"100:1:{key}"
+        assert skipped < dry - 200, f"a skipped claim fetched {skipped} rows, a dry one {dry}"
+        for n in range(2, 16):
+            if n == 8:
+                conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+                             "VALUES ('b', '{}', 0, 10, 'queued', 3)")
+            expected = first_fit(90)
+            assert counted(90)[0] == expected  # skipped, still exact (and the task ahead of the piles first)
+            assert hint() == f"100:{n}:{key}"
+        expected = first_fit(100)
+        assert counted(100)[0] == expected  # the 16th looks again: still dry, learnt again
+        assert hint() == f"100:0:{key}"
+        got = conn.execute("SELECT id FROM claim_tasks(101, 1, %s, 'w', 60, false)", (LISTED,)).fetchone()
+        assert got is not None and hint() == f"101:0:{key}"  # a larger amount looks again (and learns again)
