@@ -418,7 +418,7 @@ BEGIN
         v_skip := COALESCE(v_hint_key = v_key AND v_remaining <= v_hint_amount AND v_hint_n < c_dry_skips
                            AND (NOT v_several OR v_window), false);
         IF v_several THEN
-            v_okey := 'own:' || md5(v_queues::text);
+            v_okey := 'own:' || substr(v_key, 5);  -- the same md5 of the list
         END IF;
         IF v_skip THEN
             PERFORM set_config('taskqueue.dry_look', v_hint_amount::text || ':' || (v_hint_n + 1)::text || ':' || v_key, false);
