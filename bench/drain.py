@@ -43,9 +43,11 @@ CPU_ROWS_DIVISOR = 5
 ROUNDS = 2
 POLL = 0.004
 READY_TIMEOUT = 60.0
-HANDLERS = ("noop", "sleep", "cpu", "async_noop", "async_sleep")
+HANDLERS = ("noop", "sleep", "cpu", "async_noop", "async_sleep", "async_cpu")
 #: taskqueue only; set against PGQueuer's own (async) handler of the same work.
-PEER_HANDLER = {"async_noop": "noop", "async_sleep": "sleep"}
+PEER_HANDLER = {"async_noop": "noop", "async_sleep": "sleep", "async_cpu": "cpu"}
+#: Handlers that burn 1 ms of CPU a job: fewer jobs a cell (CPU_ROWS_DIVISOR).
+CPU_HANDLERS = ("cpu", "async_cpu")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -416,7 +418,7 @@ def run(opts: common.Options) -> dict[str, Any]:
             # Interleaved: every round runs every cell, in an order that alternates the libraries.
             order = todo if r % 2 == 0 else list(reversed(todo))
             for cell in order:
-                rows = n // CPU_ROWS_DIVISOR if cell.handler == "cpu" else n
+                rows = n // CPU_ROWS_DIVISOR if cell.handler in CPU_HANDLERS else n
                 samples[cell].append(run_cell(sides[cell.library], cell, rows, bar, current))
                 bar.advance(overall)
     figures: dict[str, dict[str, Any]] = {}

@@ -9,7 +9,8 @@ PGQueuer's own benchmark does.
 The environment says which handler to run (``BENCH_HANDLER``: noop, sleep,
 cpu, stamp, async_noop: a no-op ``async def`` on taskqueue's event loop,
 async_sleep: ``await asyncio.sleep(0.001)`` there, as PGQueuer's sleep
-handler does) and where to say "connected and listening"
+handler does, async_cpu: the 1 ms of CPU burnt inside an ``async def`` there,
+as PGQueuer's cpu handler burns it) and where to say "connected and listening"
 (``BENCH_READY``: a directory; one file per process). Imports, connecting and
 LISTEN all happen before that file appears, so none of it is on the clock.
 ``stamp`` appends ``task_id started_at`` (``time.time()``) for every probe task
@@ -85,6 +86,11 @@ def _make_worker() -> Any:
 
         async def handle(task: Task) -> None:  # type: ignore[misc]
             await asyncio.sleep(SLEEP_SECONDS)
+
+    elif HANDLER == "async_cpu":  # the 1 ms of CPU as PGQueuer's handler burns it: in a coroutine, on the loop
+
+        async def handle(task: Task) -> None:  # type: ignore[misc]
+            burn(CPU_SECONDS)
 
     elif HANDLER == "stamp":
 
