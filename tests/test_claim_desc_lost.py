@@ -76,3 +76,60 @@ def test_claim_many_in_descending_order_passes_over_locked_rows_and_keeps_claim_
         conn.rollback()
         other.rollback()
     assert ids == expected
+
+
+def _seed_group(conn: psycopg.Connection, rows: int = 400, pool_every: int = 0) -> None:
+    """Priorities 0..3, ``rows`` tasks each, every one fits 4 (needs 1..4); every ``pool_every``-th has a pool."""
+    conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+    conn.execute(
+        "INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
+        "SELECT 'default', '{}'::jsonb, g %% 4, 1 + g %% 4, "
+        "CASE WHEN %s > 0 AND g %% %s = 0 THEN 'p' END, 'queued', 3 FROM generate_series(1, %s) g",
+        (pool_every, max(pool_every, 1), rows * 4))
+    conn.execute("ANALYZE tasks")
+
+
+@pytest.mark.parametrize("locked", [1, 3, 70, 130])
+def test_after_a_lost_row_one_task_is_read_and_started_as_the_look_starts_it(dsn: str, locked: int) -> None:
+    """Version 18: the buckets' row is locked elsewhere, and so are the next
+    ``locked - 1`` fits (70 and 130 span two and three windows of 64). The
+    claim takes the next fit in claim order, with one descent of the buckets
+    and no take_task call: each window is read into an array and its fits
+    tried in one statement (version 15 called take_task once per fit)."""
+    with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
+        _seed_group(conn)
+        conn.commit()
+        fits = _fits_in_claim_order(conn, 4, locked + 1)
+        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        held = other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fits[:locked],)).fetchall()
+        assert len(held) == locked
+        ids, calls = _calls_in_transaction(conn, CLAIM.format(limit=1))
+        other.rollback()
+    assert ids == [fits[locked]]
+    assert calls.get("fit_candidate") == 1, calls
+    assert "take_task" not in calls, calls
+
+
+def test_after_a_lost_row_a_pooled_fit_ahead_is_still_taken_in_claim_order(dsn: str) -> None:
+    """A pooled fit among the rows after the lost one: the one-statement try
+    stops before it, and the cursor path takes it with its pool's slot, as
+    claim order says (the fits after it wait)."""
+    with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
+        _seed_group(conn, pool_every=12)  # g % 12 = 0 has priority 0 and a pool: pooled fits at the lowest priority
+        conn.execute("INSERT INTO pools (name, running_limit) VALUES ('p', 5)")
+        conn.commit()
+        order = [(int(r[0]), r[1]) for r in conn.execute(
+            "SELECT id, pool FROM tasks WHERE state = 'queued' AND priority = 0 ORDER BY id").fetchall()]
+        first_pooled = next(i for i, (_, pool) in enumerate(order) if pool is not None)
+        assert first_pooled > 0
+        # Everything of priorities 3..1 and the unpooled fits of priority 0 ahead of the pooled one: locked.
+        held_ids = [int(r[0]) for r in conn.execute(
+            "SELECT id FROM tasks WHERE priority > 0").fetchall()] + [i for i, _ in order[:first_pooled]]
+        conn.rollback()
+        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (held_ids,))
+        ids, _ = _calls_in_transaction(conn, CLAIM.format(limit=1))
+        running = conn.execute("SELECT running FROM pools WHERE name = 'p'").fetchone()
+        other.rollback()
+    assert ids == [order[first_pooled][0]]
+    assert running == (0,)  # _calls_in_transaction rolled the claim back, slot included
