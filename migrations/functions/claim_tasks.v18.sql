@@ -1061,8 +1061,8 @@ BEGIN
             -- Descending, a window that lost fits to concurrent claims and took
             -- nothing reads on after them, whatever is left (version 15), as
             -- after a row of the buckets lost the same way (below).
-            v_window := ((v_took OR v_parking) AND v_remaining >= c_exact) OR (p_descending AND v_lost AND NOT v_took);
             v_again := p_descending AND v_lost AND NOT v_took;
+            v_window := ((v_took OR v_parking) AND v_remaining >= c_exact) OR v_again;
             IF v_lwalk AND NOT v_took AND NOT v_parking THEN
                 -- The listed queues hold nothing that fits among the next rows
                 -- of the shared order: each queue's own window from here on
@@ -1151,8 +1151,8 @@ BEGIN
                 -- 8 consumers sent to the same row, a claim asked the buckets
                 -- three times over (deadlines_max: 3.06 calls of fit_candidate
                 -- a claim), where the window reads the next rows in order.
-                v_window := v_remaining >= c_exact OR (p_descending AND (v_c.pool IS NULL OR v_c.pool <> ALL (v_full)));
                 v_again := p_descending AND (v_c.pool IS NULL OR v_c.pool <> ALL (v_full));
+                v_window := v_remaining >= c_exact OR v_again;
                 CONTINUE picks;
             END IF;
             v_first_k := COALESCE(v_first_k, v_c.k1);
