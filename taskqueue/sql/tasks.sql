@@ -104,9 +104,16 @@ SELECT id, queue, payload, priority, required, pool, state, attempts, max_attemp
 -- name: heartbeat_task
 -- Extends a lease only for the holder of the current claim (token match).
 -- No row back means the lease is lost.
+-- Every statement that ends or extends a claim matches it by id and token
+-- alone, never by state = 'running' too: ck_tasks_idle_has_no_lease already
+-- makes a row with a token a running one, and the state test let the planner
+-- read ix_tasks_running instead of the primary key. After statistics taken
+-- while little was running (a quiet moment, a fresh table), each completion
+-- then read every running task: 10,000 running, 499 buffers and 2.3 ms a
+-- completion, where the primary key reads 4.
 UPDATE tasks
    SET lease_expires_at = now() + make_interval(secs => COALESCE(CAST(:lease AS double precision), lease_seconds))
- WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+ WHERE id = :id AND lease_token = CAST(:token AS uuid)
 RETURNING lease_expires_at, cancel_requested;
 
 -- name: heartbeat_tasks
@@ -115,7 +122,7 @@ RETURNING lease_expires_at, cancel_requested;
 UPDATE tasks t
    SET lease_expires_at = now() + make_interval(secs => COALESCE(CAST(:lease AS double precision), t.lease_seconds))
   FROM unnest(CAST(:ids AS bigint[]), CAST(:tokens AS uuid[])) AS h(id, token)
- WHERE t.id = h.id AND t.lease_token = h.token AND t.state = 'running'
+ WHERE t.id = h.id AND t.lease_token = h.token
 RETURNING t.id, t.lease_expires_at, t.cancel_requested;
 
 -- name: complete_task
@@ -164,7 +171,7 @@ UPDATE tasks
        finished_at = now(),
        lease_token = NULL,
        lease_expires_at = NULL
- WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+ WHERE id = :id AND lease_token = CAST(:token AS uuid)
 
 -- name: complete_tasks
 -- Batched completion: many claims end as done in one statement and one
@@ -184,7 +191,7 @@ WITH done AS (
            lease_token = NULL,
            lease_expires_at = NULL
       FROM unnest(CAST(:ids AS bigint[]), CAST(:tokens AS uuid[]), CAST(:results AS text[])) AS c(id, token, result)
-     WHERE t.id = c.id AND t.lease_token = c.token AND t.state = 'running'
+     WHERE t.id = c.id AND t.lease_token = c.token
     RETURNING t.id, t.state, t.pool, t.queue, EXTRACT(EPOCH FROM t.finished_at - t.started_at) AS seconds
 ), learnt AS (
     INSERT INTO queue_estimates AS e (queue, slot, finished, mean_seconds)
@@ -223,7 +230,7 @@ WITH ended AS (
            error = :error,
            lease_token = NULL,
            lease_expires_at = NULL
-     WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+     WHERE id = :id AND lease_token = CAST(:token AS uuid)
     RETURNING id, state, pool, run_at
 )
 -- compose: _release_pool_slot
@@ -240,7 +247,7 @@ WITH ended AS (
            error = :error,
            lease_token = NULL,
            lease_expires_at = NULL
-     WHERE id = :id AND lease_token = CAST(:token AS uuid) AND state = 'running'
+     WHERE id = :id AND lease_token = CAST(:token AS uuid)
     RETURNING id, state, pool, run_at
 )
 -- compose: _release_pool_slot
