@@ -321,6 +321,9 @@ RETURNING id, state;
 -- The last error stays for the record until the next attempt ends. It goes
 -- in unparked, as an enqueue does: a claim parks it if its pool is full.
 -- A live task holding the same dedupe key makes uq_tasks_dedupe refuse it.
+-- COLLATE "C" (the same equality) keeps ix_tasks_errored, whose predicate
+-- state = 'failed' would otherwise prove, from standing in for the primary
+-- key when its statistics were taken with few failures.
 UPDATE tasks
    SET state = 'queued',
        attempts = 0,
@@ -329,5 +332,5 @@ UPDATE tasks
        result = NULL,
        cancel_requested = false,
        parked = false
- WHERE id = :id AND state = 'failed'
+ WHERE id = :id AND state = 'failed' COLLATE "C"
 RETURNING id, queue;
