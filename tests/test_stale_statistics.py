@@ -52,8 +52,9 @@ def stale_dsn(taskqueue_server: Server, taskqueue_template: str) -> Iterator[str
             conn.execute("VACUUM ANALYZE tasks")
             conn.execute(
                 "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
-                "SELECT 'default', '{}'::jsonb, g %% 10, CASE WHEN g %% 97 = 0 THEN 1 ELSE 1 + (g * 7919) %% 1000000 END, "
-                "'queued', 3 FROM generate_series(1, %s) g",
+                "SELECT 'default', '{}'::jsonb, g %% 10, "
+                "CASE WHEN g %% 97 = 0 THEN 1 ELSE 1 + (g * 7919) %% 1000000 END, 'queued', 3 "
+                "FROM generate_series(1, %s) g",
                 (QUEUED,),
             )
             conn.execute(
@@ -74,7 +75,7 @@ def stale_dsn(taskqueue_server: Server, taskqueue_template: str) -> Iterator[str
 
 def _plan(dsn: str, sql: str, params: dict[str, Any], plan_mode: str = "auto",
           check: str | None = None) -> tuple[dict[str, Any], Any]:
-    """The plan of ``sql`` run under EXPLAIN (ANALYZE, BUFFERS), then ``check``'s answer, then a rollback."""
+    """The plan of ``sql`` under EXPLAIN (ANALYZE, BUFFERS), then the row of the query ``check``, then a rollback."""
     with psycopg.connect(dsn) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         conn.execute("SELECT set_config('plan_cache_mode', %s, false)", (plan_mode,))
@@ -82,7 +83,7 @@ def _plan(dsn: str, sql: str, params: dict[str, Any], plan_mode: str = "auto",
         conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params, prepare=True)  # plans, warms
         conn.rollback()
         row = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params, prepare=True).fetchone()
-        answer = None if check is None else conn.execute(check, params).fetchone()
+        answer = None if check is None else conn.execute(check).fetchone()
         conn.rollback()
     assert row is not None
     return row[0][0]["Plan"], answer
@@ -128,10 +129,9 @@ LEASE_STATEMENTS = ["heartbeat_task", "heartbeat_tasks", "complete_task", "compl
 @pytest.mark.parametrize("name", LEASE_STATEMENTS)
 def test_ending_a_claim_reads_one_row_not_every_running_task(stale_dsn: str, name: str, plan_mode: str) -> None:
     task_id, token = _running(stale_dsn)
-    check = ("SELECT lease_token IS DISTINCT FROM %(token)s::uuid OR lease_expires_at < now() + interval '1 hour' "
-             "FROM tasks WHERE id = %(id)s")
-    plan, changed = _plan(stale_dsn, PYFORMAT[name], _params(name, task_id, token), plan_mode,
-                          check=check.replace("%(token)s", f"'{token}'").replace("%(id)s", str(task_id)))
+    check = (f"SELECT lease_token IS DISTINCT FROM '{token}'::uuid OR lease_expires_at < now() + interval '1 hour' "
+             f"FROM tasks WHERE id = {task_id}")
+    plan, changed = _plan(stale_dsn, PYFORMAT[name], _params(name, task_id, token), plan_mode, check=check)
     assert changed is not None and changed[0], f"{name} did not match the claim it was given"
     assert "ix_tasks_running" not in _indexes(plan), f"{name} read ix_tasks_running: {_indexes(plan)}"
     assert _buffers(plan) < BUDGET, f"{name} touched {_buffers(plan)} buffers with {RUNNING} tasks running"
