@@ -35,6 +35,7 @@ ROUNDS = 3
 SECONDS = 4.0
 SHAPE = next(s for s in shapes.SHAPES if s.name == "mb_half_max")  # priorities 0..9, sizes 1..1M, half fit
 KINDS = ("max", "many", "min")
+AVAILABLE = 500_000  # half the shape's tasks fit a single claim
 
 QUIET = ("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts, finished_at) "
          "SELECT 'default', '{}'::jsonb, 0, 1, 'done', 3, now() FROM generate_series(1, 1000)")
@@ -72,15 +73,14 @@ def _client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str
     stop = common.ready(counter, sync)
     n = 0
     while not stop.is_set() and n < args["cap"]:
-        a = 500_000
         if kind == "many":
-            got = tq.claim_many(available=a * 100, limit=100, worker="stale")  # room for 100 of any size
+            got = tq.claim_many(available=AVAILABLE * 100, limit=100, worker="stale")  # room for 100 of any size
             if not got:
                 break
             tq.complete_many([(t, None) for t in got])
             n += len(got)
         else:
-            task = tq.claim(available=a, worker="stale", order=kind)  # type: ignore[arg-type]
+            task = tq.claim(available=AVAILABLE, worker="stale", order=kind)  # type: ignore[arg-type]
             if task is None:
                 break
             tq.complete(task)
