@@ -27,6 +27,7 @@ import pytest
 
 from taskqueue.db import PYFORMAT
 from taskqueue.testing.database import Server, fresh_database
+from tests.test_claim_plan import shared_buffers
 
 QUEUED = 100_000  # one claim index is about 670 buffers at this size: reading one whole is plain to see
 RUNNING = 5_000  # ids QUEUED+1 .. QUEUED+RUNNING; the last EXPIRED of them have expired leases
@@ -89,10 +90,6 @@ def _plan(dsn: str, sql: str, params: dict[str, Any], plan_mode: str = "auto",
     return row[0][0]["Plan"], answer
 
 
-def _buffers(node: dict[str, Any]) -> int:
-    return int(node.get("Shared Hit Blocks", 0)) + int(node.get("Shared Read Blocks", 0))
-
-
 def _indexes(node: dict[str, Any]) -> set[str]:
     found = {node["Index Name"]} if "Index Name" in node else set()
     for child in node.get("Plans", []):
@@ -134,7 +131,7 @@ def test_ending_a_claim_reads_one_row_not_every_running_task(stale_dsn: str, nam
     plan, changed = _plan(stale_dsn, PYFORMAT[name], _params(name, task_id, token), plan_mode, check=check)
     assert changed is not None and changed[0], f"{name} did not match the claim it was given"
     assert "ix_tasks_running" not in _indexes(plan), f"{name} read ix_tasks_running: {_indexes(plan)}"
-    assert _buffers(plan) < BUDGET, f"{name} touched {_buffers(plan)} buffers with {RUNNING} tasks running"
+    assert shared_buffers(plan) < BUDGET, f"{name} touched {shared_buffers(plan)} buffers with {RUNNING} tasks running"
 
 
 def test_retry_reads_one_row_not_every_failure(stale_dsn: str) -> None:
@@ -145,7 +142,8 @@ def test_retry_reads_one_row_not_every_failure(stale_dsn: str) -> None:
                         check=f"SELECT state FROM tasks WHERE id = {int(row[0])}")
     assert state == ("queued",)
     assert "ix_tasks_errored" not in _indexes(plan)
-    assert _buffers(plan) < BUDGET, f"retry_task touched {_buffers(plan)} buffers with {FAILED} failed tasks"
+    buffers = shared_buffers(plan)
+    assert buffers < BUDGET, f"retry_task touched {buffers} buffers with {FAILED} failed tasks"
 
 
 def test_rescue_reads_the_expired_rows_not_every_running_task_for_each(stale_dsn: str) -> None:
@@ -154,7 +152,8 @@ def test_rescue_reads_the_expired_rows_not_every_running_task_for_each(stale_dsn
     assert plan["Actual Rows"] == EXPIRED and left == (0,)
     # Finding the expired rows reads ix_tasks_running once; each is then updated by its key (about 30
     # buffers a row, with its new entries in the claim indexes), not found by a walk of every running task.
-    assert _buffers(plan) < 50 * EXPIRED + 500, f"rescue touched {_buffers(plan)} buffers for {EXPIRED} rows"
+    buffers = shared_buffers(plan)
+    assert buffers < 50 * EXPIRED + 500, f"rescue touched {buffers} buffers for {EXPIRED} rows"
 
 
 CLAIMS = [  # available, limit, queues, descending
@@ -173,4 +172,4 @@ def test_a_claim_after_a_burst_costs_what_it_costs_with_fresh_statistics(
     taken = int(plan["Actual Rows"])
     assert taken >= 1
     budget = CLAIM_BUDGET if limit == 1 else CLAIM_BUDGET + PER_TASK * taken
-    assert _buffers(plan) < budget, f"a claim of {taken} touched {_buffers(plan)} buffers (budget {budget})"
+    assert shared_buffers(plan) < budget, f"a claim of {taken} touched {shared_buffers(plan)} buffers (budget {budget})"
