@@ -23,7 +23,6 @@ the completion statements are the current ones in every copy.
 from __future__ import annotations
 
 import statistics
-import time
 from typing import Any
 
 from . import common, shapes, versions
@@ -109,13 +108,9 @@ def run(opts: common.Options) -> dict[str, Any]:
             order = schemas if r % 2 == 0 else list(reversed(schemas))
             for schema in order:
                 args = {"dsn": opts.dsn, "schema": schema, "kind": kind, "cap": cap}
-                t0 = time.perf_counter()
-                elapsed, _, count = common.run_clients(_client, 1, args, label=f"{schema} {kind} round {r + 1}",
-                                                       total=seconds, seconds=seconds)
-                per_s[kind][schema].append(count / max(elapsed, 1e-9))
+                rate, _ = shapes._phase(_client, 1, args, f"{schema} {kind} round {r + 1}", seconds)
+                per_s[kind][schema].append(rate)
                 reset(opts.dsn, schema)
-                common.console.log(f"stale: {schema} {kind}: {count / elapsed:,.0f} tasks/s "
-                                   f"({time.perf_counter() - t0:.1f} s with the reset)")
     result: dict[str, Any] = {"scenario": "stale", "rows": rows, "running": RUNNING, "rounds": ROUNDS,
                               "seconds": seconds, "shape": SHAPE.name, "old": opts.old, "per_second": per_s,
                               "stale_over_fresh": {}, "old_over_fresh": {}}
