@@ -8,7 +8,7 @@ import pytest
 
 from taskqueue import TaskQueue
 from taskqueue.worker.capacity import Capacity
-from taskqueue.worker.pace import MAX_AHEAD, Pace
+from taskqueue.worker.pace import MAX_AHEAD, ROUND_TRIPS_AHEAD, Pace
 
 
 def test_nothing_is_claimed_ahead_until_both_times_are_measured() -> None:
@@ -20,12 +20,13 @@ def test_nothing_is_claimed_ahead_until_both_times_are_measured() -> None:
     assert pace.ahead() == 0  # one finish is not a gap
 
 
-def test_cheap_handlers_are_claimed_one_round_trip_ahead_within_the_limit() -> None:
+def test_cheap_handlers_are_claimed_three_round_trips_ahead_within_the_limit() -> None:
+    assert ROUND_TRIPS_AHEAD == 3
     pace = Pace(10)
-    pace.claimed(0.004)
+    pace.claimed(0.001)
     for i in range(50):
         pace.finished(100.0 + i * 0.0001)  # one handler done every 100 µs, worker-wide
-    assert 35 <= pace.ahead() <= 45  # about 4 ms / 100 µs
+    assert 27 <= pace.ahead() <= 33  # 3 x 1 ms / 100 µs
     fast = Pace(10)
     fast.claimed(0.5)
     for i in range(50):
@@ -80,12 +81,12 @@ def test_the_gap_the_threads_could_reach_counts_too() -> None:
     held_back.claimed(0.003)
     for i in range(50):
         held_back.finished(100.0 + i * 0.0003)
-    assert 8 <= held_back.ahead() <= 12  # 3 ms / 300 µs
+    assert 27 <= held_back.ahead() <= 33  # 3 x 3 ms / 300 µs
     lifted = Pace(10)
     lifted.claimed(0.003)
     for i in range(50):
         lifted.finished(100.0 + i * 0.0003, ran=0.001)
-    assert 27 <= lifted.ahead() <= 33  # 3 ms / (1 ms / 10 threads)
+    assert 87 <= lifted.ahead() <= 93  # 3 x 3 ms / (1 ms / 10 threads)
     slow = Pace(10)
     slow.claimed(0.003)
     for i in range(50):

@@ -51,6 +51,7 @@ class Entry:
     hold: Hold = Hold.RUNNING
     counted: bool = True  # counts against capacity
     returned: bool = False  # the handler returned: its thread (or async slot) is free
+    begun: bool = False  # its handler has begun (a thread or the event loop took it up)
     started: float = field(default=0.0)
     kind: Kind = SYNC
 
@@ -78,7 +79,9 @@ class Capacity:
         self._in_use = 0
         self._busy: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries whose handler has not returned
         self._held: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries, by kind
+        self._waiting: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries whose handler has not begun
         self.pace = Pace(concurrency, claim_ahead)  # claim-ahead, for the handler threads only
+        self.async_pace = Pace(max(1, async_concurrency), 0)  # the async handlers' times; never ahead
         self.peak_in_use = 0
         self.peak_busy: dict[Kind, int] = {SYNC: 0, ASYNC: 0}
 
@@ -95,6 +98,18 @@ class Capacity:
             if self.capacity is None:
                 return None, slots
             return max(0, self.capacity - self._in_use), slots
+
+    def pace_of(self, kind: Kind) -> Pace:
+        return self.pace if kind == SYNC else self.async_pace
+
+    def waiting(self, kind: Kind = SYNC) -> int:
+        """Claims of ``kind`` whose handler has not begun: queued for a thread, or for the event loop."""
+        with self._lock:
+            return self._waiting[kind]
+
+    def enough_waiting(self, kind: Kind = SYNC) -> bool:
+        """Whether the claims waiting for a handler outlast a claim round trip: the next claim can wait."""
+        return self.pace_of(kind).waiting_outlasts_a_claim(self.waiting(kind))
 
     @property
     def in_use(self) -> int:
@@ -137,6 +152,7 @@ class Capacity:
                 self._in_use += task.required
             self._busy[kind] += len(tasks)
             self._held[kind] += len(tasks)
+            self._waiting[kind] += len(tasks)
             self.peak_in_use = max(self.peak_in_use, self._in_use)
             self.peak_busy[kind] = max(self.peak_busy[kind], self._busy[kind])
 
@@ -149,6 +165,13 @@ class Capacity:
         """Claims whose outcome is not recorded yet (handler running, or complete/fail in flight)."""
         with self._lock:
             return sum(1 for e in self._entries.values() if e.hold in (Hold.RUNNING, Hold.FINISHING))
+
+    def begin(self, task: Task) -> None:
+        """Its handler begins: the claim no longer waits."""
+        with self._lock:
+            entry = self._entries.get(_key(task))
+            if entry is not None:
+                self._begun(entry)
 
     def start_finishing(self, task: Task) -> Hold:
         """Called when the handler returns; the answer says whether to report the outcome."""
@@ -194,9 +217,15 @@ class Capacity:
                 entry = self._entries.pop(_key(task), None)
                 if entry is not None:
                     self._held[entry.kind] -= 1
+                    self._begun(entry)
                     self._handler_returned(entry)
                     self._uncount(entry)
         self._on_free()
+
+    def _begun(self, entry: Entry) -> None:
+        if not entry.begun:
+            entry.begun = True
+            self._waiting[entry.kind] -= 1
 
     def _handler_returned(self, entry: Entry) -> None:
         if not entry.returned:

@@ -103,8 +103,8 @@ class Claimer(Service):
         available, threads = self.capacity.free(kind)
         if cap is not None:
             threads = min(threads, cap)
-        if threads <= 0:
-            return [], 0
+        if threads <= 0 or (self.capacity.enough_waiting(kind) and not self.notified.is_set()):
+            return [], 0  # nothing free, or enough waits for a handler: claim later, in a larger batch
         if self.planner is not None and available is not None:
             # The policy only ever lowers the budget: the claim stays the exact-fit claim.
             available = self.planner.budget(self.capacity.running, available)
@@ -113,7 +113,7 @@ class Claimer(Service):
             available=available, limit=threads, queues=queues, worker=self.worker, lease=self.lease
         )
         now = time.monotonic()
-        self.capacity.pace.claimed(now - started)
+        self.capacity.pace_of(kind).claimed(now - started)
         self.capacity.add_all(tasks, now, kind)
         return tasks, threads
 

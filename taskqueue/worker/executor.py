@@ -46,6 +46,7 @@ class Outcomes:
 
     def begin(self, task: Task) -> tuple[Report, Handler | None, float]:
         """The report to fill, the handler to call (None: no handler, the report says so) and the start time."""
+        self.capacity.begin(task)
         handler = self.handlers.get(task.queue)
         report = new_report(task, self.worker)
         log.debug("task %s started (queue %s, attempt %s)", task.id, task.queue, task.attempts, extra=report.fields)
@@ -61,8 +62,8 @@ class Outcomes:
         """The outcome to record, or None when it is no longer ours to record."""
         task = report.task
         report.duration = time.monotonic() - started
-        if kind == SYNC:
-            self.capacity.pace.finished(ran=report.duration)
+        # A coroutine's own run time says nothing of how many run at once: async paces by the gap alone.
+        self.capacity.pace_of(kind).finished(ran=report.duration if kind == SYNC else None)
         if not self._may_report(task, report.fields):
             return None
         check_result(report)

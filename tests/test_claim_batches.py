@@ -1,0 +1,187 @@
+"""Claims and completions in batches: the claimer waits while enough is claimed, the completer for company.
+
+A worker of 1 ms handlers used to claim the few tasks freed since its last
+claim and to write the few outcomes finished since its last write, each a
+round trip and a commit (docs/performance.md, Drain). These tests pin the
+rules that batch both, and that neither waits when something depends on it:
+a NOTIFY (an urgent task), a pool slot, the worker's resource capacity.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from taskqueue import Task, TaskQueue
+from taskqueue.worker.capacity import ASYNC, SYNC, Capacity
+from taskqueue.worker.claimer import Claimer
+from taskqueue.worker.completer import Completer
+from taskqueue.worker.outcome import new_report
+from taskqueue.worker.pace import ROUND_TRIPS_AHEAD, Pace
+from tests.test_worker import WAIT, new_worker, running
+
+
+def _paced(pace: Pace, claim: float = 0.001, gap: float = 0.0001) -> None:
+    """A claim round trip of ``claim`` seconds and a handler finished every ``gap`` seconds, as if measured.
+
+    The claim time is set, not averaged in: the claims a test makes on a real
+    database measure their own round trips, which would move it.
+    """
+    pace.claim_seconds = claim
+    if pace.gap_seconds is None:
+        for i in range(50):
+            pace.finished(100.0 + i * gap)
+
+
+def test_waiting_claims_that_outlast_a_round_trip_put_off_the_next_claim() -> None:
+    pace = Pace(4)
+    assert not pace.waiting_outlasts_a_claim(1_000)  # nothing measured yet: claim
+    _paced(pace)  # 1 ms claims, a handler done every 100 µs
+    assert not pace.waiting_outlasts_a_claim(9)  # 0.9 ms of work left: claim now
+    assert pace.waiting_outlasts_a_claim(11)  # 1.1 ms left: the next claim can wait
+    assert ROUND_TRIPS_AHEAD * 10 - 1 <= pace.ahead() <= ROUND_TRIPS_AHEAD * 10  # three round trips' worth
+
+
+def test_capacity_counts_the_claims_waiting_for_a_handler(tq: TaskQueue) -> None:
+    tq.enqueue_many([{"payload": i} for i in range(4)])
+    tasks = tq.claim_many(limit=4, worker="batch-test")
+    cap = Capacity(None, 1, on_free=lambda: None, async_concurrency=2)
+    cap.add_all(tasks[:3], time.monotonic(), SYNC)
+    cap.add_all(tasks[3:], time.monotonic(), ASYNC)
+    assert (cap.waiting(SYNC), cap.waiting(ASYNC)) == (3, 1)
+    cap.begin(tasks[0])
+    cap.begin(tasks[0])  # once only
+    assert cap.waiting(SYNC) == 2
+    cap.remove(tasks[1])  # ended before its handler began (given back, say): it no longer waits
+    cap.remove(tasks[0])  # ended after it began: counted once
+    assert cap.waiting(SYNC) == 1
+    cap.begin(tasks[3])
+    assert (cap.waiting(SYNC), cap.waiting(ASYNC)) == (1, 0)
+
+
+def _claimer(tq: TaskQueue, cap: Capacity, submitted: list[Task]) -> Claimer:
+    return Claimer(
+        tq, cap, queues=["default"], worker="batch-test", lease=30.0, poll_interval=1.0, wake=threading.Event(),
+        submit=submitted.append, listening=threading.Event(), ready=threading.Event(), halt=threading.Event(),
+    )
+
+
+def test_the_claimer_skips_a_round_while_enough_waits_unless_notified(tq: TaskQueue) -> None:
+    tq.enqueue_many([{"payload": i} for i in range(200)])
+    cap = Capacity(None, 2, on_free=lambda: None)
+    submitted: list[Task] = []
+    c = _claimer(tq, cap, submitted)
+    first, asked, _ = c.claim()
+    assert asked == 2 and len(first) == 2  # nothing measured yet: the free threads only
+    _paced(cap.pace)  # then: 1 ms claims, a handler done every 100 µs, so about 30 held ahead
+    ahead = cap.pace.ahead()
+    assert 29 <= ahead <= 30
+    more, asked, _ = c.claim()
+    assert asked == ahead and len(more) == ahead
+    held = first + more
+    for task in held[:20]:  # 20 handlers ran; 11 or 12 claims wait, over a millisecond of work
+        cap.begin(task)
+        cap.start_finishing(task)
+        cap.remove(task)
+    assert cap.waiting() == len(held) - 20
+    _paced(cap.pace)
+    assert c.claim()[1] == 0  # 20 free in the window, yet nothing asked: the next claim can wait
+    c.notified.set()  # an enqueue was announced: it may be urgent, so claim now
+    _paced(cap.pace)
+    urgent, asked, _ = c.claim()
+    assert asked == 20 and len(urgent) == 20
+    c.notified.clear()
+    for task in held[20:] + urgent[:15]:
+        cap.begin(task)
+        cap.start_finishing(task)
+        cap.remove(task)
+    assert cap.waiting() == 5  # 0.5 ms of work left: less than a claim, so the claimer claims
+    _paced(cap.pace)
+    later, asked, _ = c.claim()
+    assert asked > 0 and len(later) == asked
+
+
+def _completer(tq: TaskQueue, cap: Capacity) -> Completer:
+    return Completer(tq, cap, worker="batch-test")
+
+
+def test_an_outcome_waits_for_company_only_when_nothing_waits_on_its_commit(tq: TaskQueue) -> None:
+    tq.set_pool_limit("net", 5)
+    tq.enqueue_many([{"payload": i} for i in range(2)])
+    tq.enqueue({"pooled": True}, pool="net")
+    tasks = tq.claim_many(limit=3, worker="batch-test")
+    plain, pooled = [t for t in tasks if t.pool is None], next(t for t in tasks if t.pool is not None)
+    cap = Capacity(None, 4, on_free=lambda: None)
+    cap.add_all(tasks, time.monotonic())
+    completer = _completer(tq, cap)
+    assert completer._may_wait(new_report(plain[0], "batch-test"))  # others still run: more will come
+    assert not completer._may_wait(new_report(pooled, "batch-test"))  # its pool slot: write at once
+    for task in tasks:
+        cap.start_finishing(task)
+    assert not completer._may_wait(new_report(plain[0], "batch-test"))  # no handler left to wait for
+    bounded = Capacity(10, 4, on_free=lambda: None)
+    bounded.add_all(plain, time.monotonic())
+    assert not _completer(tq, bounded)._may_wait(new_report(plain[0], "batch-test"))  # capacity waits on it
+
+
+def test_a_pooled_outcome_ends_the_wait(tq: TaskQueue, monkeypatch: Any) -> None:
+    """A batch waiting for company is written as soon as an outcome holding a pool slot joins it."""
+    from taskqueue.worker import completer as completer_mod
+
+    tq.set_pool_limit("net", 5)
+    tq.enqueue_many([{"payload": i} for i in range(2)])
+    tq.enqueue({"pooled": True}, pool="net")
+    tasks = tq.claim_many(limit=3, worker="batch-test")
+    plain = [t for t in tasks if t.pool is None]
+    pooled = next(t for t in tasks if t.pool is not None)
+    cap = Capacity(None, 4, on_free=lambda: None)
+    cap.add_all(tasks, time.monotonic())
+    completer = _completer(tq, cap)
+    monkeypatch.setattr(completer_mod, "COALESCE_SECONDS", 0.2)
+    started = time.monotonic()
+    batch, _ = completer._gather(new_report(plain[0], "batch-test"))
+    assert [r.task.id for r in batch] == [plain[0].id] and time.monotonic() - started >= 0.2  # it waited
+    monkeypatch.setattr(completer_mod, "COALESCE_SECONDS", 60.0)  # a wait nobody would sit out
+    completer._inbox.put(new_report(pooled, "batch-test"))
+    started = time.monotonic()
+    batch, stop = completer._gather(new_report(plain[1], "batch-test"))
+    assert time.monotonic() - started < WAIT and not stop
+    assert [r.task.id for r in batch] == [plain[1].id, pooled.id]
+
+
+def test_a_worker_of_short_handlers_claims_and_records_in_batches(tq: TaskQueue) -> None:
+    """400 handlers of 1 ms on 4 threads: few claims and few commits, every task done once.
+
+    Claiming what the freed threads could take and writing what had finished,
+    the same drain took 116 claim rounds and 139 commits (most of 1 to 4
+    tasks); now it takes about 9 and 16.
+    """
+    n = 400
+    worker = new_worker(concurrency=4)
+    ran: list[int] = []
+
+    def handle(task: Task) -> None:
+        time.sleep(0.001)
+        ran.append(task.id)
+
+    worker.handler("default", handle)
+    ids = tq.enqueue_many([{"payload": i} for i in range(n)])
+    rounds: list[int] = []
+    batches: list[dict[int, Any]] = []
+    with running(worker, tq):
+        left = set(ids)
+        while left:
+            batches.append(worker.signals.recorded.wait(WAIT))
+            left -= {i for i, state in batches[-1].items() if state == "done"}
+        while True:  # every claim round so far that took something
+            try:
+                got = worker.signals.claimed.wait(0)
+            except TimeoutError:
+                break
+            if got:
+                rounds.append(len(got))
+    assert sorted(ran) == sorted(ids)
+    assert sum(rounds) == n
+    assert len(rounds) <= 40, rounds
+    assert len(batches) <= 50, [len(b) for b in batches]
