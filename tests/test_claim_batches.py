@@ -87,11 +87,9 @@ def test_the_claimer_skips_a_round_while_enough_waits_unless_notified(tq: TaskQu
     assert cap.waiting() == len(held) - 20
     _paced(cap.pace)
     assert c.claim()[1] == 0  # 20 free in the window, yet nothing asked: the next claim can wait
-    c.notified.set()  # an enqueue was announced: it may be urgent, so claim now
     _paced(cap.pace)
-    urgent, asked, _ = c.claim()
+    urgent, asked, _ = c.claim(notified=True)  # an enqueue was announced: it may be urgent, so claim now
     assert asked == 20 and len(urgent) == 20
-    c.notified.clear()
     for task in held[20:] + urgent[:15]:
         cap.begin(task)
         cap.start_finishing(task)
@@ -185,3 +183,35 @@ def test_a_worker_of_short_handlers_claims_and_records_in_batches(tq: TaskQueue)
     assert sum(rounds) == n
     assert len(rounds) <= 40, rounds
     assert len(batches) <= 50, [len(b) for b in batches]
+
+
+def test_the_claim_loop_claims_at_once_after_a_notify_even_while_enough_waits(tq: TaskQueue) -> None:
+    """The loop clears the NOTIFY mark before its round, so the round is told of it: no put-off claim then."""
+    from taskqueue.worker.service import WorkerSignals
+
+    tq.enqueue_many([{"payload": i} for i in range(100)])
+    cap = Capacity(None, 4, on_free=lambda: None, claim_ahead=0)
+    signals = WorkerSignals()
+    signals.init()
+    c = Claimer(
+        tq, cap, queues=["default"], worker="batch-test", lease=30.0, poll_interval=30.0, wake=threading.Event(),
+        submit=lambda task: None, listening=threading.Event(), ready=threading.Event(), halt=threading.Event(),
+        signals=signals,
+    )
+    held, _, _ = c.claim()
+    cap.begin(held[0])
+    cap.start_finishing(held[0])
+    cap.remove(held[0])  # one thread free; three claims wait, 3 ms of work against 1 ms claims
+    _paced(cap.pace, claim=0.001, gap=0.001)
+    cap.pace.claimed = lambda seconds: None  # type: ignore[method-assign]  # keep the times set above
+    assert cap.enough_waiting()
+    c.wake.set()  # a freed thread: the round asks nothing
+    c.start()
+    try:
+        assert signals.claimed.wait(WAIT) == []
+        c.notified.set()  # as the listener does on a NOTIFY
+        c.wake.set()
+        urgent = signals.claimed.wait(WAIT)
+        assert len(urgent) == 1  # the free thread is filled at once
+    finally:
+        c.stop()

@@ -83,27 +83,30 @@ class Claimer(Service):
         """The cap on the next round: short after a large round during which a NOTIFY came."""
         return SHORT_ROUND if asked > SHORT_ROUND and self.notified.is_set() else None
 
-    def claim(self, cap: int | None = None) -> tuple[list[Task], int, bool]:
+    def claim(self, cap: int | None = None, *, notified: bool = False) -> tuple[list[Task], int, bool]:
         """Claim what fits now, per kind of handler: (tasks, how many were asked for, whether a kind got all).
 
-        Nothing is asked (0) when no thread or async slot is free; ``cap`` bounds what each kind asks for.
+        Nothing is asked (0) when no thread or async slot is free, or while
+        the claims waiting for a handler outlast a claim round trip, unless a
+        NOTIFY came since the last round (``notified``): it may announce an
+        urgent task. ``cap`` bounds what each kind asks for.
         """
         kinds = self.kinds if self._rounds % 2 == 0 else self.kinds[::-1]
         self._rounds += 1
         tasks: list[Task] = []
         asked, full = 0, False
         for kind, queues in kinds:
-            got, wanted = self._claim(kind, queues, cap)
+            got, wanted = self._claim(kind, queues, cap, notified)
             tasks += got
             asked += wanted
             full = full or (wanted > 0 and len(got) == wanted)
         return tasks, asked, full
 
-    def _claim(self, kind: Kind, queues: list[str], cap: int | None = None) -> tuple[list[Task], int]:
+    def _claim(self, kind: Kind, queues: list[str], cap: int | None, notified: bool) -> tuple[list[Task], int]:
         available, threads = self.capacity.free(kind)
         if cap is not None:
             threads = min(threads, cap)
-        if threads <= 0 or (self.capacity.enough_waiting(kind) and not self.notified.is_set()):
+        if threads <= 0 or (not notified and self.capacity.enough_waiting(kind)):
             return [], 0  # nothing free, or enough waits for a handler: claim later, in a larger batch
         if self.planner is not None and available is not None:
             # The policy only ever lowers the budget: the claim stays the exact-fit claim.
@@ -125,10 +128,11 @@ class Claimer(Service):
         cap: int | None = None
         while not self.stopping and not self.halt.is_set():
             # Clear before looking: a wake-up that arrives during the claim is kept.
+            notified = self.notified.is_set()
             self.wake.clear()
             self.notified.clear()
             try:
-                tasks, asked, full = self.claim(cap)
+                tasks, asked, full = self.claim(cap, notified=notified)
                 cap = self.next_cap(asked) if asked else cap  # a round that asked nothing keeps the cap
                 errors = 0
                 for task in tasks:
