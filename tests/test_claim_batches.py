@@ -34,13 +34,45 @@ def _paced(pace: Pace, claim: float = 0.001, gap: float = 0.0001) -> None:
             pace.finished(100.0 + i * gap)
 
 
-def test_waiting_claims_that_outlast_a_round_trip_put_off_the_next_claim() -> None:
+def test_the_runway_is_a_claim_round_trips_worth_of_waiting_claims() -> None:
     pace = Pace(4)
-    assert not pace.waiting_outlasts_a_claim(1_000)  # nothing measured yet: claim
+    assert pace.runway() is None  # nothing measured yet
     _paced(pace)  # 1 ms claims, a handler done every 100 µs
-    assert not pace.waiting_outlasts_a_claim(9)  # 0.9 ms of work left: claim now
-    assert pace.waiting_outlasts_a_claim(11)  # 1.1 ms left: the next claim can wait
+    assert pace.runway() in (9, 10)  # 1 ms / 100 µs
     assert ROUND_TRIPS_AHEAD * 10 - 1 <= pace.ahead() <= ROUND_TRIPS_AHEAD * 10  # three round trips' worth
+
+
+def test_a_put_off_claim_is_due_when_the_waiting_drop_to_the_runway(tq: TaskQueue) -> None:
+    """The claimer is woken when threads take claims up, not only when handlers finish."""
+    tq.enqueue_many([{"payload": i} for i in range(14)])
+    tasks = tq.claim_many(limit=14, worker="batch-test")
+    woken: list[bool] = []
+    cap = Capacity(None, 4, on_free=lambda: woken.append(True))
+    _paced(cap.pace)
+    runway = cap.pace.runway()
+    assert runway is not None and runway < 13
+    cap.add_all(tasks[: runway + 3], time.monotonic())
+    assert not cap.put_off(ASYNC)  # the async handlers' times are not known yet
+    assert cap.put_off()  # three more than the runway wait
+    cap.begin(tasks[0])
+    cap.begin(tasks[1])
+    assert not woken  # still one more than the runway
+    cap.begin(tasks[2])
+    assert woken == [True]  # due now, though no handler finished
+    cap.begin(tasks[3])
+    assert woken == [True]  # once
+    assert not cap.put_off()
+
+
+def test_a_low_claim_ahead_limit_still_leaves_batches(tq: TaskQueue) -> None:
+    tq.enqueue_many([{"payload": i} for i in range(4)])
+    tasks = tq.claim_many(limit=4, worker="batch-test")
+    cap = Capacity(None, 2, on_free=lambda: None, claim_ahead=6)  # 6 ahead at most, though 30 would be worth it
+    _paced(cap.pace)
+    cap.add_all(tasks[:2], time.monotonic())
+    assert not cap.put_off()  # 2 waiting: a third of the limit, claim now
+    cap.add_all(tasks[2:], time.monotonic())
+    assert cap.put_off()  # 4 waiting: more than a third of the limit
 
 
 def test_capacity_counts_the_claims_waiting_for_a_handler(tq: TaskQueue) -> None:
@@ -204,7 +236,7 @@ def test_the_claim_loop_claims_at_once_after_a_notify_even_while_enough_waits(tq
     cap.remove(held[0])  # one thread free; three claims wait, 3 ms of work against 1 ms claims
     _paced(cap.pace, claim=0.001, gap=0.001)
     cap.pace.claimed = lambda seconds: None  # type: ignore[method-assign]  # keep the times set above
-    assert cap.enough_waiting()
+    assert cap.put_off()
     c.wake.set()  # a freed thread: the round asks nothing
     c.start()
     try:

@@ -29,7 +29,7 @@ from typing import Literal
 
 from ..scheduling.planner import RunningTask
 from ..task import Task
-from .pace import Pace
+from .pace import ROUND_TRIPS_AHEAD, Pace
 
 Kind = Literal["sync", "async"]
 SYNC: Kind = "sync"
@@ -80,6 +80,7 @@ class Capacity:
         self._busy: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries whose handler has not returned
         self._held: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries, by kind
         self._waiting: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries whose handler has not begun
+        self._resume: dict[Kind, int | None] = {SYNC: None, ASYNC: None}  # a claim put off: wake at this many
         self.pace = Pace(concurrency, claim_ahead)  # claim-ahead, for the handler threads only
         self.async_pace = Pace(max(1, async_concurrency), 0)  # the async handlers' times; never ahead
         self.peak_in_use = 0
@@ -107,9 +108,26 @@ class Capacity:
         with self._lock:
             return self._waiting[kind]
 
-    def enough_waiting(self, kind: Kind = SYNC) -> bool:
-        """Whether the claims waiting for a handler outlast a claim round trip: the next claim can wait."""
-        return self.pace_of(kind).waiting_outlasts_a_claim(self.waiting(kind))
+    def put_off(self, kind: Kind = SYNC) -> bool:
+        """Whether the next claim of ``kind`` can wait: what waits for a handler outlasts a claim round trip.
+
+        The threads' runway is also at most a third of their claim-ahead
+        limit, so a limit lower than a round trip's worth still leaves
+        batches. When this says yes, the claimer is woken (``on_free``) as
+        soon as the claims waiting drop to the runway, even if no handler
+        finishes meanwhile: a thread that took the last waiting claim up
+        may leave another idle.
+        """
+        pace = self.pace_of(kind)
+        runway = pace.runway()
+        if runway is None:
+            return False
+        if kind == SYNC:
+            runway = min(runway, pace.limit // ROUND_TRIPS_AHEAD)
+        with self._lock:
+            later = self._waiting[kind] > runway
+            self._resume[kind] = runway if later else None
+            return later
 
     @property
     def in_use(self) -> int:
@@ -167,11 +185,12 @@ class Capacity:
             return sum(1 for e in self._entries.values() if e.hold in (Hold.RUNNING, Hold.FINISHING))
 
     def begin(self, task: Task) -> None:
-        """Its handler begins: the claim no longer waits."""
+        """Its handler begins: the claim no longer waits (and a claim put off may be due)."""
         with self._lock:
             entry = self._entries.get(_key(task))
-            if entry is not None:
-                self._begun(entry)
+            due = entry is not None and self._begun(entry)
+        if due:
+            self._on_free()
 
     def start_finishing(self, task: Task) -> Hold:
         """Called when the handler returns; the answer says whether to report the outcome."""
@@ -222,10 +241,18 @@ class Capacity:
                     self._uncount(entry)
         self._on_free()
 
-    def _begun(self, entry: Entry) -> None:
-        if not entry.begun:
-            entry.begun = True
-            self._waiting[entry.kind] -= 1
+    def _begun(self, entry: Entry) -> bool:
+        """Mark the entry begun; True when a claim put off is due now."""
+        if entry.begun:
+            return False
+        entry.begun = True
+        kind = entry.kind
+        self._waiting[kind] -= 1
+        resume = self._resume[kind]
+        if resume is None or self._waiting[kind] > resume:
+            return False
+        self._resume[kind] = None
+        return True
 
     def _handler_returned(self, entry: Entry) -> None:
         if not entry.returned:

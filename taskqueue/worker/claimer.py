@@ -106,7 +106,7 @@ class Claimer(Service):
         available, threads = self.capacity.free(kind)
         if cap is not None:
             threads = min(threads, cap)
-        if threads <= 0 or (not notified and self.capacity.enough_waiting(kind)):
+        if threads <= 0 or (not notified and self.capacity.put_off(kind)):
             return [], 0  # nothing free, or enough waits for a handler: claim later, in a larger batch
         if self.planner is not None and available is not None:
             # The policy only ever lowers the budget: the claim stays the exact-fit claim.

@@ -24,9 +24,13 @@ on two busy processes, claims of about 8 tasks cost 125 µs of server CPU a
 task, out of the handlers' share of two cores. So the worker holds
 ``ROUND_TRIPS_AHEAD`` round trips' worth of claims, and the claimer skips a
 round while what already waits for a handler lasts longer than one round
-trip (:meth:`Pace.waiting_outlasts_a_claim`); the claim that follows brings
-about two round trips' worth. Async handlers are not claimed ahead, but the
-same rule spaces their claims: a loop running CPU-bound coroutines has
+trip (:meth:`Pace.runway`, at most a third of the claim-ahead limit); the
+claim that follows brings about two round trips' worth. A claim put off is
+not forgotten: the worker wakes the claimer as soon as the claims waiting
+drop to that runway (:meth:`Capacity.put_off
+<taskqueue.worker.capacity.Capacity.put_off>`), whether a handler finished
+or a thread merely took one up. Async handlers are not claimed ahead, but
+the same rule spaces their claims: a loop running CPU-bound coroutines has
 hundreds waiting their turn.
 """
 
@@ -85,10 +89,12 @@ class Pace:
             return 0
         return min(self.limit, int(ROUND_TRIPS_AHEAD * claim / gap))
 
-    def waiting_outlasts_a_claim(self, waiting: int) -> bool:
-        """Whether ``waiting`` claims (not begun yet) keep the handlers busy for longer than a claim takes."""
+    def runway(self) -> int | None:
+        """How many claims waiting for a handler keep the handlers busy for one claim round trip (None: unknown)."""
         gap, claim = self._gap(), self.claim_seconds
-        return gap is not None and claim is not None and waiting * gap > claim
+        if gap is None or claim is None:
+            return None
+        return int(claim / gap)
 
     def _gap(self) -> float | None:
         """The time between two finished handlers, or what it would be if no thread ever waited for a claim."""
