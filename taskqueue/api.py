@@ -15,14 +15,16 @@ caller's writes.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeAlias
+import random
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from . import operations as ops
+from .dberrors import lock_transient
 from .errors import DatabaseError, DuplicateTask, LeaseLost, ValidationError
 from .invariants import CheckReport, check_plan
 from .operations import DEFAULT_LEASE
-from .plan import Plan, QueueHandle, Run
+from .plan import Plan, QueueHandle, Run, retrying
 from .spec import TaskSpec
 from .stats import Stats
 from .store import registry as registry_ops
@@ -34,16 +36,56 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
     from sqlalchemy.orm import Session
 
+    from .db import Mode
+
 #: The caller's transaction, or None for a connection of the queue's own.
 Connectable: TypeAlias = "Connection | Session | AsyncConnection | AsyncSession | None"
 
 
-def _counting_lost_leases(q: QueueHandle, op: Op[None], connection: Connectable = None) -> Plan[None]:
+T = TypeVar("T")
+
+#: How many times a state change on the queue's own connection runs when a
+#: deadlock (or a lock timeout) rolls it back.
+LOCK_ATTEMPTS = 5
+
+
+def _lock_delay(attempt: int) -> float:
+    """A few milliseconds, growing and jittered, so the two sides of a deadlock do not meet again in step."""
+    return random.uniform(0.0, 0.005 * attempt)
+
+
+def _changing(q: QueueHandle, make: Callable[[], Op[T]], connection: Connectable, mode: Mode) -> Plan[T]:
+    """A state change that runs again when PostgreSQL breaks a deadlock by rolling it back.
+
+    A claim waits for its first pool's row while holding task rows, and a
+    release holds that pool's row while its trigger unparks the pool's
+    tasks; a row locked by a claim's READ COMMITTED recheck can close the
+    circle (see docs/architecture.md, "Deadlocks"). The transaction that
+    PostgreSQL picks is rolled back whole, so running it again is safe. In
+    the caller's own transaction (``connection=``), the error is the caller's.
+    """
+    if connection is not None:
+        theirs: T = yield Run(make(), connection, mode)
+        return theirs
+
+    def counted(exc: BaseException) -> bool:
+        if not lock_transient(exc):
+            return False
+        q.counters.add_process("lock_retries")
+        return True
+
+    result: T = yield from retrying(
+        lambda: Run(make(), None, mode), retryable=counted, attempts=LOCK_ATTEMPTS, delay=_lock_delay
+    )
+    return result
+
+
+def _counting_lost_leases(q: QueueHandle, make: Callable[[], Op[None]], connection: Connectable = None) -> Plan[None]:
     """One claim's state change: a single statement, so on the queue's own
     connection it runs without BEGIN/COMMIT (one round trip, not three). The
     statement sends its own wake-up (pg_notify, delivered at its commit)."""
     try:
-        yield Run(op, connection, "autocommit")
+        yield from _changing(q, make, connection, "autocommit")
     except LeaseLost:
         q.counters.add_process("lost_leases")
         raise
@@ -116,7 +158,9 @@ def claim(
 ) -> Plan[Task | None]:
     """Claim the best task that fits ``available``: smallest (priority, id), or largest priority with 'max'."""
     # One statement (the claim function): atomic alone, so no BEGIN/COMMIT round trips.
-    task: Task | None = yield Run(ops.claim_one(available, queues, worker, lease, order), mode="autocommit")
+    task: Task | None = yield from _changing(
+        q, lambda: ops.claim_one(available, queues, worker, lease, order), None, "autocommit"
+    )
     q.counters.claimed([] if task is None else [task])
     return task
 
@@ -132,7 +176,9 @@ def claim_many(
     order: Order = "min",
 ) -> Plan[list[Task]]:
     """Claim up to ``limit`` tasks in priority order, packing them into ``available``."""
-    tasks: list[Task] = yield Run(ops.claim_many(available, limit, queues, worker, lease, order), mode="autocommit")
+    tasks: list[Task] = yield from _changing(
+        q, lambda: ops.claim_many(available, limit, queues, worker, lease, order), None, "autocommit"
+    )
     q.counters.claimed(tasks)
     return tasks
 
@@ -154,7 +200,7 @@ def peek(
 # -- holders of a claim -------------------------------------------------------
 def heartbeat(q: QueueHandle, task: Task, *, lease: float | None = None) -> Plan[None]:
     """Extend the claim's lease (by its own length, or to now() + ``lease``)."""
-    yield from _counting_lost_leases(q, ops.heartbeat(task, lease))
+    yield from _counting_lost_leases(q, lambda: ops.heartbeat(task, lease))
 
 
 def heartbeat_many(q: QueueHandle, tasks: Iterable[Task], *, lease: float | None = None) -> Plan[list[Task]]:
@@ -166,7 +212,7 @@ def heartbeat_many(q: QueueHandle, tasks: Iterable[Task], *, lease: float | None
 
 def complete(q: QueueHandle, task: Task, result: Any = None, *, connection: Connectable = None) -> Plan[None]:
     """Finish the claim as done. With ``connection=``, it commits with the caller's own writes."""
-    yield from _counting_lost_leases(q, ops.complete(task, result, channel=q.channel), connection)
+    yield from _counting_lost_leases(q, lambda: ops.complete(task, result, channel=q.channel), connection)
     q.counters.add("completions", task.queue)
 
 
@@ -183,8 +229,10 @@ def complete_many(
     pairs = list(items)
     # A claim's pool never changes: the handle's tells whether pools need releasing.
     one_statement = not any(isinstance(p, tuple) and p and getattr(p[0], "pool", None) for p in pairs)
-    op = ops.complete_many(pairs, channel=q.channel)
-    lost: list[int] = yield Run(op, connection, "autocommit" if one_statement else "transaction")
+    lost: list[int] = yield from _changing(
+        q, lambda: ops.complete_many(pairs, channel=q.channel), connection,
+        "autocommit" if one_statement else "transaction",
+    )
     gone = set(lost)
     for task, _result in pairs:
         if task.id not in gone:
@@ -203,8 +251,9 @@ def fail(
     connection: Connectable = None,
 ) -> Plan[None]:
     """Finish the claim with an error: retried later while attempts remain, else failed."""
-    op = ops.fail(task, error, retry=retry, retry_in=retry_in, channel=q.channel)
-    yield from _counting_lost_leases(q, op, connection)
+    yield from _counting_lost_leases(
+        q, lambda: ops.fail(task, error, retry=retry, retry_in=retry_in, channel=q.channel), connection
+    )
     q.counters.add("failures", task.queue)
     if task.state in ("queued", "scheduled"):
         q.counters.add("retries", task.queue, kind="backoff")
@@ -212,13 +261,13 @@ def fail(
 
 def release(q: QueueHandle, task: Task, *, reason: str = "released by its worker") -> Plan[None]:
     """Give a running task back to the queue without using up an attempt (worker shutdown)."""
-    yield from _counting_lost_leases(q, ops.release(task, reason, channel=q.channel))
+    yield from _counting_lost_leases(q, lambda: ops.release(task, reason, channel=q.channel))
 
 
 # -- by id --------------------------------------------------------------------
 def cancel(q: QueueHandle, task_id: int) -> Plan[bool]:
     """Cancel a waiting task now, or ask a running task's holder to stop. False if already finished."""
-    cancelled: bool = yield Run(ops.cancel(task_id))
+    cancelled: bool = yield from _changing(q, lambda: ops.cancel(task_id), None, "transaction")
     return cancelled
 
 
@@ -257,7 +306,7 @@ def tasks(
 # -- pools --------------------------------------------------------------------
 def set_pool_limit(q: QueueHandle, pool: str, limit: int | None) -> Plan[None]:
     """Cap the pool's running tasks at ``limit`` (None: no limit). Lowering never stops running tasks."""
-    yield Run(ops.set_pool_limit(pool, limit, channel=q.channel))
+    yield from _changing(q, lambda: ops.set_pool_limit(pool, limit, channel=q.channel), None, "transaction")
 
 
 def pools(q: QueueHandle) -> Plan[list[Pool]]:
@@ -275,7 +324,7 @@ def pool(q: QueueHandle, name: str) -> Plan[Pool | None]:
 # -- maintenance and inspection -------------------------------------------
 def rescue_expired(q: QueueHandle) -> Plan[int]:
     """Requeue (or fail, when out of attempts) every task whose lease expired."""
-    rescued: int = yield Run(ops.rescue_expired(channel=q.channel))
+    rescued: int = yield from _changing(q, lambda: ops.rescue_expired(channel=q.channel), None, "transaction")
     q.counters.add_process("rescues", rescued)
     return rescued
 

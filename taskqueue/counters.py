@@ -29,7 +29,7 @@ LATENCY_BUCKETS: tuple[float, ...] = (
 
 #: The events counted per queue, and the ones counted per process only.
 QUEUE_EVENTS = ("claims", "completions", "failures", "retries")
-PROCESS_EVENTS = ("rescues", "lost_leases")
+PROCESS_EVENTS = ("rescues", "lost_leases", "lock_retries")
 
 
 @dataclass

@@ -374,5 +374,9 @@ class Database:
         conn.execute(_TEXT["set_local_search_path"], {"path": schema_path(self.schema)})
         try:
             yield conn
-        finally:
+        except (sa.exc.SQLAlchemyError, psycopg.Error):
+            raise  # the caller's transaction is aborted: a restore would only hide the error behind its own
+        except BaseException:
             conn.execute(_TEXT["set_local_search_path"], {"path": previous})
+            raise
+        conn.execute(_TEXT["set_local_search_path"], {"path": previous})

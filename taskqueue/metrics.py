@@ -41,6 +41,7 @@ COUNTER_HELP = {
     "retries": "Failed tasks put back to run again: by backoff after a failed attempt, or by an operator.",
     "rescues": "Expired leases this process rescued (requeued or failed).",
     "lost_leases": "Heartbeats, completions and failures refused because the claim was no longer current.",
+    "lock_retries": "State changes run again after PostgreSQL rolled them back to break a deadlock.",
 }
 
 

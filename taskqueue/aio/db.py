@@ -164,8 +164,12 @@ class AsyncDatabase:
         await _perform(conn, Query("set_local_search_path", {"path": schema_path(self.schema)}, "none"))
         try:
             yield conn
-        finally:
+        except psycopg.Error:
+            raise  # the caller's transaction is aborted: a restore would only hide the error behind its own
+        except BaseException:
             await _perform(conn, Query("set_local_search_path", {"path": previous}, "none"))
+            raise
+        await _perform(conn, Query("set_local_search_path", {"path": previous}, "none"))
 
 
 async def _driver_connection(connection: Any) -> AsyncConn:
