@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from . import operations as ops
@@ -78,6 +78,11 @@ def _changing(q: QueueHandle, make: Callable[[], Op[T]], connection: Connectable
         lambda: Run(make(), None, mode), retryable=counted, attempts=LOCK_ATTEMPTS, delay=_lock_delay
     )
     return result
+
+
+def _replayable(queues: Iterable[str] | None) -> Iterable[str] | None:
+    """A one-shot iterator of queue names, read once, so a retry asks for the same queues."""
+    return tuple(queues) if isinstance(queues, Iterator) else queues
 
 
 def _counting_lost_leases(q: QueueHandle, make: Callable[[], Op[None]], connection: Connectable = None) -> Plan[None]:
@@ -158,6 +163,7 @@ def claim(
 ) -> Plan[Task | None]:
     """Claim the best task that fits ``available``: smallest (priority, id), or largest priority with 'max'."""
     # One statement (the claim function): atomic alone, so no BEGIN/COMMIT round trips.
+    queues = _replayable(queues)
     task: Task | None = yield from _changing(
         q, lambda: ops.claim_one(available, queues, worker, lease, order), None, "autocommit"
     )
@@ -176,6 +182,7 @@ def claim_many(
     order: Order = "min",
 ) -> Plan[list[Task]]:
     """Claim up to ``limit`` tasks in priority order, packing them into ``available``."""
+    queues = _replayable(queues)
     tasks: list[Task] = yield from _changing(
         q, lambda: ops.claim_many(available, limit, queues, worker, lease, order), None, "autocommit"
     )

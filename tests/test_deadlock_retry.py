@@ -114,3 +114,25 @@ def test_in_the_callers_transaction_the_deadlock_is_the_callers(tq: TaskQueue, d
     assert still is not None and still.state == "running"  # nothing of it was written
     tq.complete(holder)
     assert tq.check().ok
+
+
+def test_a_claim_that_gave_up_waiting_for_its_pool_runs_again_with_the_same_queues(tq: TaskQueue, dsn: str) -> None:
+    """A lock timeout counts as a deadlock does; a generator of queue names is read once, not once per try."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET lock_timeout = '100ms'")
+    tq.set_pool_limit("net", 5)
+    task_id = tq.enqueue({}, queue="scan", pool="net")
+    with TaskQueue(dsn) as fresh, psycopg.connect(dsn) as other:  # fresh connections see the new setting
+        other.execute("SELECT 1 FROM taskqueue.pools WHERE name = 'net' FOR UPDATE")  # the claim waits for this
+        got: list[Any] = []
+        thread = threading.Thread(target=lambda: got.append(fresh.claim(queues=(q for q in ["scan"]))))
+        thread.start()
+        deadline = time.monotonic() + 30
+        while fresh.counters.snapshot().by_process["lock_retries"] < 1:  # the first try gave up after 100 ms
+            assert time.monotonic() < deadline, "the claim never gave up waiting"
+            time.sleep(0.005)
+        other.rollback()
+        thread.join(timeout=30)
+    assert got and got[0] is not None and got[0].id == task_id
+    pool = tq.pool("net")
+    assert pool is not None and pool.running == 1
