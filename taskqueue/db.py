@@ -372,11 +372,12 @@ class Database:
             )
         previous = conn.execute(_TEXT["show_search_path"]).scalar_one()
         conn.execute(_TEXT["set_local_search_path"], {"path": schema_path(self.schema)})
+        aborted = False
         try:
             yield conn
         except (sa.exc.SQLAlchemyError, psycopg.Error):
-            raise  # the caller's transaction is aborted: a restore would only hide the error behind its own
-        except BaseException:
-            conn.execute(_TEXT["set_local_search_path"], {"path": previous})
+            aborted = True  # the caller's transaction is aborted: a restore would only hide the error behind its own
             raise
-        conn.execute(_TEXT["set_local_search_path"], {"path": previous})
+        finally:
+            if not aborted:
+                conn.execute(_TEXT["set_local_search_path"], {"path": previous})

@@ -162,14 +162,15 @@ class AsyncDatabase:
         conn = await _driver_connection(connection)
         previous = await _perform(conn, Query("show_search_path", {}, "scalar"))
         await _perform(conn, Query("set_local_search_path", {"path": schema_path(self.schema)}, "none"))
+        aborted = False
         try:
             yield conn
         except psycopg.Error:
-            raise  # the caller's transaction is aborted: a restore would only hide the error behind its own
-        except BaseException:
-            await _perform(conn, Query("set_local_search_path", {"path": previous}, "none"))
+            aborted = True  # the caller's transaction is aborted: a restore would only hide the error behind its own
             raise
-        await _perform(conn, Query("set_local_search_path", {"path": previous}, "none"))
+        finally:
+            if not aborted:
+                await _perform(conn, Query("set_local_search_path", {"path": previous}, "none"))
 
 
 async def _driver_connection(connection: Any) -> AsyncConn:
