@@ -137,6 +137,11 @@ SHAPES = [
           "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, queues=40, listed=20),
     Shape("mb_half_max", "order=max; priorities 0..9; required 1..1M; half fit",
           "(g * 31) %% 10", MB, 500_000, order="max"),
+    Shape("bytes_boundary", "sizes in bytes, 1 GB available; every task its own priority; 99% need 1 B..341 kB "
+          "more, the 1% at the worst priorities need up to 1.76 MB less (10k distinct sizes)",
+          "g", "CASE WHEN g > n * 0.99 THEN 998244352 + (g * 7919) %% 1755649 "
+               "ELSE 1000000001 + (g * 7919) %% 341503 END",
+          1_000_000_000, hard=True),
     Shape("both_max", "order=max; priorities 0..999 and required 1..10,000; available uniform per claim",
           "(g * 7919) %% 1000", "1 + (g * 104729) %% 10000", (1, 10_000), order="max"),
 ]
