@@ -4,8 +4,10 @@ Every shape is a backlog of N queued tasks, built to hurt some design: many
 distinct sizes (MB), many distinct priorities (deadlines), both, sizes that
 fall or rise with id, tasks sized just above what is available, a few huge
 levels, pools of which half are full, ``order="max"``, 1,000 queues
-claimed from all at once, and 40 queues of which a consumer lists 20 (the
-others use one queue).
+claimed from all at once, 40 queues of which a consumer lists 20 (the
+others use one queue), and sizes in bytes packed within 0.2% of what is
+available on both sides, so that every task falls in the claim's boundary
+bucket (``bytes_boundary``).
 
 Each shape is measured side by side in one run:
 - **naive**: bare SQL through psycopg (``WHERE state = 'queued' AND required
@@ -142,6 +144,10 @@ SHAPES = [
           "g", "CASE WHEN g > n * 0.99 THEN 998244352 + (g * 7919) %% 1755649 "
                "ELSE 1000000001 + (g * 7919) %% 341503 END",
           1_000_000_000, hard=True),
+    Shape("bytes_boundary_max", "order=max; bytes_boundary with the fitting 1% at the lowest priorities",
+          "g", "CASE WHEN g <= n * 0.01 THEN 998244352 + (g * 7919) %% 1755649 "
+               "ELSE 1000000001 + (g * 7919) %% 341503 END",
+          1_000_000_000, order="max", hard=True),
     Shape("both_max", "order=max; priorities 0..999 and required 1..10,000; available uniform per claim",
           "(g * 7919) %% 1000", "1 + (g * 104729) %% 10000", (1, 10_000), order="max"),
 ]
