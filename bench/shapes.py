@@ -148,6 +148,13 @@ SHAPES = [
           "g", "CASE WHEN g <= n * 0.01 THEN 998244352 + (g * 7919) %% 1755649 "
                "ELSE 1000000001 + (g * 7919) %% 341503 END",
           1_000_000_000, order="max", hard=True),
+    Shape("queues_deadlines",
+          "1,000 queues; every task its own priority; the 1% needing 1..4 hold the worst priorities",
+          "g", "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, hard=True, queues=1000),
+    Shape("queues_bytes", "100 queues; bytes_boundary spread over them",
+          "g", "CASE WHEN g > n * 0.99 THEN 998244352 + (g * 7919) %% 1755649 "
+               "ELSE 1000000001 + (g * 7919) %% 341503 END",
+          1_000_000_000, hard=True, queues=100),
     Shape("both_max", "order=max; priorities 0..999 and required 1..10,000; available uniform per claim",
           "(g * 7919) %% 1000", "1 + (g * 104729) %% 10000", (1, 10_000), order="max"),
 ]
