@@ -89,13 +89,13 @@ class TaskRow(Base):
         CheckConstraint(
             "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
         ),
-        # The claim indexes (see claim_tasks.v19.sql). Parked tasks (queued in
+        # The claim indexes (see claim_tasks.v20.sql). Parked tasks (queued in
         # a full pool) are left out until the pool has room.
         # Claim order, for the window at the head.
         Index("ix_tasks_claim", "queue", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
         # The same order over every queue, for a claim given no queue list (migration 0011).
         Index("ix_tasks_claim_any", "priority", "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
-        # The fit levels, coarse to fine (see fit_candidate.v8.sql): each whole
+        # The fit levels, coarse to fine (see fit_candidate.v9.sql): each whole
         # bucket's best task in one probe. One per doubling (migration 0009):
         Index(
             "ix_tasks_fit_class",
@@ -125,8 +125,13 @@ class TaskRow(Base):
             "id",
             postgresql_where=text(CLAIMABLE_SQL),
         ),
-        # The fine boundary bucket's fitting range, one probe per distinct value.
+        # The fine boundary bucket's fitting range, scanned in value order or one probe per distinct value.
         Index("ix_tasks_fit_exact", "queue", "required", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
+        # The tasks that need less than 16, over every queue: a claim over every queue with less
+        # than 16 left probes it once per amount (migration 0028). Only those probes state its predicate.
+        Index(
+            "ix_tasks_fit_small_any", "bucket", "priority", "id", postgresql_where=text(CLAIMABLE_ANY_SQL + " AND bucket < 16")
+        ),
         Index("ix_tasks_parked", "pool", postgresql_where=text("parked AND state = 'queued'")),
         Index("ix_tasks_scheduled", "run_at", postgresql_where=text("state = 'scheduled'")),
         Index("ix_tasks_running", "lease_expires_at", postgresql_where=text("state = 'running'")),

@@ -1,8 +1,8 @@
-"""The claim's buffers stay under one constant on every shape of data, at 10k and at 200k tasks, but four.
+"""The claim's buffers stay under one constant on every shape of data, at 10k and at 200k tasks, but three.
 
 The exceptions are bounded by what their claims read instead. On the two
-shapes in bytes that is about a buffer per fitting task of the boundary bucket. On the two hard
-shapes over many queues (queues_deadlines, queues_bytes) it is a share per queue.
+shapes in bytes that is about a buffer per fitting task of the boundary
+bucket. On queues_bytes (bytes over 100 queues) it is a share per queue.
 
 The shapes are the benchmark's own (bench/shapes.py): many distinct sizes,
 many distinct priorities, both, sizes rising or falling with id, tasks just
@@ -40,11 +40,12 @@ HEAP_IN_ORDER = {"falling_mid", "bytes_boundary", "bytes_boundary_max"}
 # per task of the boundary bucket (fit_candidate's step 2) that fits, here
 # this share of the tasks (see docs/performance.md, bytes_boundary).
 BOUNDARY_FITS = {"bytes_boundary": 0.01, "bytes_boundary_max": 0.01}
-# Hard shapes over many queues, claimed with no queue list: nothing near the
-# head fits, so the claim lists every queue with claimable work and asks each
-# one's buckets (and boundary). It reads about this many buffers per queue,
-# not a constant (see docs/performance.md, queues_deadlines).
-PER_QUEUE = {"queues_deadlines": 40, "queues_bytes": 250}
+# A hard shape over many queues, claimed with no queue list, with 16 or more
+# left: nothing near the head fits, so the claim lists every queue with
+# claimable work and asks each one's buckets (and boundary). It reads about
+# this many buffers per queue, not a constant (see docs/performance.md,
+# queues_bytes). Below 16 left, every queue's buckets are one (queues_deadlines).
+PER_QUEUE = {"queues_bytes": 250}
 HEAP_IN_ORDER |= set(PER_QUEUE)
 SETTLE = 400  # rows per claim + done loop before the steady-state claim is measured (500 at 200k)
 

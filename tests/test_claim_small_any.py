@@ -1,0 +1,90 @@
+"""A claim over every queue with less than 16 left asks every queue's small tasks at once (claim_tasks v20).
+
+Over many queues whose heads hold nothing that fits, such a claim used to
+list every queue with claimable tasks, walk the shared order a share per
+queue and ask each queue's buckets. fit_candidate v9 answers it with one
+probe per amount of ix_tasks_fit_small_any (bucket, priority, id), so the
+claim lists no queue. It must still take exactly what the plain rule takes
+(tests/test_claim_exact.py's reference): single claims and batches, pools
+full and open, rows locked elsewhere, and a batch whose amount drops below
+16 after a queue list was made for the larger amount.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import psycopg
+import pytest
+
+from taskqueue import TaskQueue
+from tests.test_claim_exact import _peek, reference, snapshot
+from tests.test_claim_plan import _calls_in_transaction
+
+QUEUES = [f"q{i:03d}" for i in range(120)]
+
+
+def many_queues(rng: random.Random, n: int) -> list[Any]:
+    """Tasks too big for small amounts at the better priorities; the small ones (1..15) last, a few per queue."""
+    specs: list[Any] = []
+    for i in range(n):
+        small = i >= n * 9 // 10
+        specs.append({
+            "payload": {},
+            "queue": rng.choice(QUEUES),
+            "priority": i if small or rng.random() < 0.8 else rng.randint(0, n),
+            "required": rng.randint(0, 15) if small else rng.choice((16, 40, 100, 5000)),
+            "pool": rng.choice((None, None, None, "p0", "p1")),
+        })
+    return specs
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_claims_over_every_queue_match_the_reference(tq: TaskQueue, dsn: str, seed: int) -> None:
+    rng = random.Random(900 + seed)
+    tq.enqueue_many(many_queues(rng, 2000))
+    tq.set_pool_limit("p0", 0)
+    tq.set_pool_limit("p1", 20)
+    held = []
+    for step in range(30):
+        rows, pools = snapshot(dsn)
+        available = rng.choice((0, 1, 4, 9, 15, 15, 20, 60))
+        limit = rng.choice((1, 1, 3, 10))
+        fits = sorted((r for r in rows if r.required <= available), key=lambda r: (r.priority, r.id))
+        locked = {r.id for r in fits[:20] if rng.random() < 0.3}
+        expected = reference(rows, pools, available, limit, None, "min", locked)
+        with psycopg.connect(dsn) as other:
+            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
+            got = tq.claim_many(available=available, limit=limit)
+        assert [t.id for t in got] == expected, f"step {step}: available={available} limit={limit}"
+        expected = reference(*snapshot(dsn), available, 1, None, "min", set())
+        assert [t.id for t in _peek(tq, available, None, "min")] == expected, f"step {step}: peek"
+        held.extend(got)
+        rng.shuffle(held)
+        while held and rng.random() < 0.5:
+            tq.complete(held.pop())
+    assert tq.check().ok
+
+
+def test_a_small_claim_over_every_queue_lists_none(dsn: str) -> None:
+    """120 queues, 1,800 tasks too big at the head, the small ones behind them:
+    one probe statement answers, where v19 listed the queues (claimable_queues)
+    and asked every queue's buckets."""
+    rng = random.Random(5)
+    tq = TaskQueue(dsn)
+    try:
+        tq.enqueue_many([{**s, "pool": None} for s in many_queues(rng, 2000)])
+    finally:
+        tq.close()
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.commit()
+        rows, pools = snapshot(dsn)
+        for available, limit in ((4, 1), (15, 1), (15, 5), (0, 2)):
+            expected = reference(rows, pools, available, limit, None, "min", set())
+            ids, calls = _calls_in_transaction(
+                conn, f"SELECT id FROM claim_tasks({available}, {limit}, NULL, 'w', 60, false)"
+            )
+            assert ids == expected, (available, limit)
+            assert "claimable_queues" not in calls and calls.get("fit_candidate", 0) >= 1, calls
