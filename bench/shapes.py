@@ -151,6 +151,9 @@ SHAPES = [
     Shape("queues_deadlines",
           "1,000 queues; every task its own priority; the 1% needing 1..4 hold the worst priorities",
           "g", "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, hard=True, queues=1000),
+    Shape("queues_deadlines_max", "order=max; queues_deadlines with the fitting 1% at the lowest priorities",
+          "g", "CASE WHEN g <= n * 0.01 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, order="max", hard=True,
+          queues=1000),
     Shape("queues_bytes", "100 queues; bytes_boundary spread over them",
           "g", "CASE WHEN g > n * 0.99 THEN 998244352 + (g * 7919) %% 1755649 "
                "ELSE 1000000001 + (g * 7919) %% 341503 END",

@@ -51,15 +51,17 @@ def test_claims_over_every_queue_match_the_reference(tq: TaskQueue, dsn: str, se
         rows, pools = snapshot(dsn)
         available = rng.choice((0, 1, 4, 9, 15, 15, 20, 60))
         limit = rng.choice((1, 1, 3, 10))
-        fits = sorted((r for r in rows if r.required <= available), key=lambda r: (r.priority, r.id))
+        order = rng.choice(("min", "max"))
+        sign = 1 if order == "min" else -1
+        fits = sorted((r for r in rows if r.required <= available), key=lambda r: (sign * r.priority, r.id))
         locked = {r.id for r in fits[:20] if rng.random() < 0.3}
-        expected = reference(rows, pools, available, limit, None, "min", locked)
+        expected = reference(rows, pools, available, limit, None, order, locked)
         with psycopg.connect(dsn) as other:
             other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
-            got = tq.claim_many(available=available, limit=limit)
-        assert [t.id for t in got] == expected, f"step {step}: available={available} limit={limit}"
-        expected = reference(*snapshot(dsn), available, 1, None, "min", set())
-        assert [t.id for t in _peek(tq, available, None, "min")] == expected, f"step {step}: peek"
+            got = tq.claim_many(available=available, limit=limit, order=order)  # type: ignore[arg-type]
+        assert [t.id for t in got] == expected, f"step {step}: available={available} limit={limit} {order}"
+        expected = reference(*snapshot(dsn), available, 1, None, order, set())
+        assert [t.id for t in _peek(tq, available, None, order)] == expected, f"step {step}: peek {order}"
         held.extend(got)
         rng.shuffle(held)
         while held and rng.random() < 0.5:
@@ -70,7 +72,8 @@ def test_claims_over_every_queue_match_the_reference(tq: TaskQueue, dsn: str, se
 def test_a_small_claim_over_every_queue_lists_none(dsn: str) -> None:
     """120 queues, 1,800 tasks too big at the head, the small ones behind them:
     one probe statement answers, where v19 listed the queues (claimable_queues)
-    and asked every queue's buckets."""
+    and asked every queue's buckets. Descending, the small ones come first,
+    but v19 listed every queue before anything else."""
     rng = random.Random(5)
     tq = TaskQueue(dsn)
     try:
@@ -81,10 +84,11 @@ def test_a_small_claim_over_every_queue_lists_none(dsn: str) -> None:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         conn.commit()
         rows, pools = snapshot(dsn)
-        for available, limit in ((4, 1), (15, 1), (15, 5), (0, 2)):
-            expected = reference(rows, pools, available, limit, None, "min", set())
+        for available, limit, order in ((4, 1, "min"), (15, 1, "min"), (15, 5, "min"), (0, 2, "min"),
+                                        (4, 1, "max"), (15, 5, "max")):
+            expected = reference(rows, pools, available, limit, None, order, set())
             ids, calls = _calls_in_transaction(
-                conn, f"SELECT id FROM claim_tasks({available}, {limit}, NULL, 'w', 60, false)"
+                conn, f"SELECT id FROM claim_tasks({available}, {limit}, NULL, 'w', 60, {order == 'max'})"
             )
-            assert ids == expected, (available, limit)
+            assert ids == expected, (available, limit, order)
             assert "claimable_queues" not in calls and calls.get("fit_candidate", 0) >= 1, calls

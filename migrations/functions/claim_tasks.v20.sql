@@ -215,7 +215,12 @@
 --    10 us a queue for each of the three, and 1.17x the naive query with 8
 --    consumers at 1M tasks. Its look no longer walks as far as the queues'
 --    buckets would be worth either: the buckets of every queue cost one
---    queue's.
+--    queue's. In descending order such a claim listed every queue before
+--    anything else, and a row lost to a concurrent claim sent it to a
+--    window of every queue; now it lists none, and after a lost row asks
+--    whether one queue or several have claimable tasks (two probes): one
+--    goes on as that queue's claim, with its window; several ask the buckets
+--    of every queue again from that row.
 -- ix_tasks_claim_any has the predicate "... AND id > 0" (version 9,
 --    migration 0012), and only the statements over every queue state it, so
 --    no other statement can use that index. Every id is positive (a CHECK
@@ -338,6 +343,9 @@ DECLARE
     v_lk bigint := CASE WHEN p_descending THEN -2147483647 ELSE -2147483648 END;
     v_lid bigint := 0;
     c_exact CONSTANT integer := 16;  -- required_bucket is exact below this
+    -- Every queue, descending, below c_exact (version 20): no queue list,
+    -- the buckets of every queue at once (what is left only shrinks).
+    v_dany boolean := p_queues IS NULL AND p_descending AND p_available IS NOT NULL AND p_available < c_exact;
     v_window boolean := p_available IS NULL OR p_available >= c_exact;
     v_w record;
     v_took boolean;
@@ -374,7 +382,7 @@ BEGIN
         EXIT WHEN v_promoted < 1000;
     END LOOP;
 
-    IF p_queues IS NULL AND NOT v_global THEN
+    IF p_queues IS NULL AND NOT v_global AND NOT v_dany THEN
         -- Every queue that has queued work (descending: its window is per queue).
         v_queues := claimable_queues(NULL, NULL);
         v_listed := true;
@@ -1138,7 +1146,7 @@ BEGIN
                 END IF;
             END IF;  -- else one queue, or every queue descending (listed at the start)
             SELECT f.id, f.k1, f.required, f.pool INTO v_c
-              FROM fit_candidate(CASE WHEN v_global AND v_remaining < c_exact THEN NULL ELSE v_queues END,
+              FROM fit_candidate(CASE WHEN (v_global AND v_remaining < c_exact) OR v_dany THEN NULL ELSE v_queues END,
                                  v_remaining, v_lk, v_lid, p_descending, v_full) f;
             EXIT picks WHEN v_c.id IS NULL;
             v_lk := v_c.k1;
@@ -1183,7 +1191,20 @@ BEGIN
                 -- 8 consumers sent to the same row, a claim asked the buckets
                 -- three times over (deadlines_max: 3.06 calls of fit_candidate
                 -- a claim), where the window reads the next rows in order.
-                v_again := p_descending AND (v_c.pool IS NULL OR v_c.pool <> ALL (v_full));
+                IF v_dany AND (v_c.pool IS NULL OR v_c.pool <> ALL (v_full)) THEN
+                    -- Every queue, not listed (version 20): the window needs
+                    -- a queue. Only one queue has claimable tasks: on as that
+                    -- queue's claim. Several: the buckets of every queue
+                    -- again, from the lost row.
+                    v_queues := claimable_queues(NULL, 2);
+                    IF cardinality(v_queues) = 1 THEN
+                        v_dany := false;
+                        v_listed := true;
+                    ELSE
+                        v_queues := NULL;
+                    END IF;
+                END IF;
+                v_again := p_descending AND NOT v_dany AND (v_c.pool IS NULL OR v_c.pool <> ALL (v_full));
                 v_window := v_remaining >= c_exact OR v_again;
                 CONTINUE picks;
             END IF;

@@ -95,9 +95,9 @@
 -- boundary that fit, not a constant: see docs/performance.md.
 --
 -- Version 9 (migration 0028): p_queues NULL means every queue. Below 16
--- left, that is one probe per amount of ix_tasks_fit_small_any (bucket,
--- priority, id), an index of the tasks that need less than 16 over every
--- queue, whatever the number of queues. Its predicate adds id > 0 and
+-- left, in either order, that is one probe per amount of
+-- ix_tasks_fit_small_any (bucket, priority, id), an index of the tasks that
+-- need less than 16 over every queue, whatever the number of queues. Its predicate adds id > 0 and
 -- bucket < 16, which only these probes state, so no per-queue statement can
 -- be planned on it. Any other call with p_queues NULL asks each queue that
 -- has claimable tasks, as a list would.
@@ -170,6 +170,32 @@ BEGIN
                       AND (t.pool IS NULL OR t.pool <> ALL (p_full))
                       AND (t.bucket, t.priority, t.id) > (b.n, v_lp, p_lid) AND t.bucket <= b.n
                     ORDER BY t.bucket, t.priority, t.id LIMIT 1) c
+             ORDER BY c.k1, c.id LIMIT 1;
+            RETURN;
+        ELSIF p_remaining < 16 THEN
+            -- Descending, the same probes over every queue's small tasks.
+            SELECT c.id, c.k1, c.required, c.pool INTO id, k1, required, pool
+              FROM generate_series(0, p_remaining::integer) AS b(n)
+             CROSS JOIN LATERAL (
+                   (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool FROM (
+                       SELECT t.id, t.priority, t.required, t.pool FROM tasks t
+                        WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.bucket < 16 AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                          AND (t.bucket, t.priority, t.id) > (b.n, v_lp, p_lid) AND t.bucket <= b.n
+                        ORDER BY t.bucket, t.priority, t.id LIMIT 1) t
+                     WHERE t.priority <= v_lp)
+                   UNION ALL
+                   (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool
+                      FROM (SELECT s.priority FROM tasks s
+                             WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0 AND s.bucket < 16 AND (s.pool IS NULL OR s.pool <> ALL (p_full))
+                               AND (s.bucket, s.priority) < (b.n, v_lp) AND s.bucket >= b.n
+                             ORDER BY s.bucket DESC, s.priority DESC LIMIT 1) g
+                     CROSS JOIN LATERAL (
+                         SELECT t.* FROM tasks t
+                          WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.bucket < 16 AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                            AND (t.bucket, t.priority) >= (b.n, g.priority) AND t.bucket <= b.n
+                          ORDER BY t.bucket, t.priority, t.id LIMIT 1) t
+                     WHERE t.priority = g.priority)
+                   LIMIT 1) c
              ORDER BY c.k1, c.id LIMIT 1;
             RETURN;
         END IF;

@@ -12,7 +12,8 @@ Before, such a claim whose head held nothing that fit listed every queue
 with claimable tasks, walked the shared order 16 rows a queue and class,
 and asked each queue's buckets, about 10 us a queue for each: 33 ms a claim
 over 1,000 queues (queues_deadlines), 1.17x the naive query with 8
-consumers at 1M tasks.
+consumers at 1M tasks. In descending order such a claim listed every queue
+before anything else; now it lists none (queues_deadlines_max).
 
 One more index entry for each task that needs less than 16; none for the
 others. Its predicate adds id > 0 and bucket < 16, which only those probes
