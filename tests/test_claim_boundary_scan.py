@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from taskqueue import TaskQueue
-from tests.test_claim_exact import _peek, reference, snapshot
+from tests.test_claim_exact import claims_match_the_reference, reference, snapshot
 
 GB = 1_000_000_000
 # required_fine's bucket of GB + 1 is [998,244,352, 1,000,341,504): 2**21 sizes wide.
@@ -49,26 +49,10 @@ def test_boundary_claims_match_the_reference(tq: TaskQueue, dsn: str, seed: int,
     tq.enqueue_many(boundary_tasks(rng, 2500, repeat))
     tq.set_pool_limit("p0", 0)
     tq.set_pool_limit("p1", 30)
-    held = []
-    for step in range(30):
-        rows, pools = snapshot(dsn)
-        available = rng.choice((GB, GB, GB - rng.randrange(1, 500_000), FLOOR + rng.randrange(1, 5000)))
-        limit = rng.choice((1, 1, 3))
-        order = rng.choice(("min", "max"))
-        fits = sorted((r for r in rows if r.required <= available), key=lambda r: (r.priority, r.id))
-        locked = {r.id for r in fits[:40] if rng.random() < 0.3}
-        expected = reference(rows, pools, available, limit, None, order, locked)
-        with psycopg.connect(dsn) as other:
-            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
-            got = tq.claim_many(available=available, limit=limit, order=order)  # type: ignore[arg-type]
-        assert [t.id for t in got] == expected, f"step {step}: available={available} limit={limit} {order}"
-        expected = reference(*snapshot(dsn), available, 1, None, order, set())
-        assert [t.id for t in _peek(tq, available, None, order)] == expected, f"step {step}: peek"
-        held.extend(got)
-        rng.shuffle(held)
-        while held and rng.random() < 0.5:
-            tq.complete(held.pop())
-    assert tq.check().ok
+    claims_match_the_reference(
+        tq, dsn, rng, lambda: rng.choice((GB, GB, GB - rng.randrange(1, 500_000), FLOOR + rng.randrange(1, 5000))),
+        limits=(1, 1, 3), lock_among=40,
+    )
 
 
 def _boundary_call(dsn: str, descending: bool) -> tuple[int | None, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import psycopg
@@ -379,5 +380,34 @@ def test_single_claim_behind_a_pile_matches_the_reference(tq: TaskQueue, dsn: st
             held.append(got)
         rng.shuffle(held)
         while held and rng.random() < 0.6:
+            tq.complete(held.pop())
+    assert tq.check().ok
+
+
+def claims_match_the_reference(
+    tq: TaskQueue, dsn: str, rng: random.Random, amount: Callable[[], int], limits: tuple[int, ...],
+    steps: int = 30, lock_among: int = 20,
+) -> None:
+    """``steps`` claims over every queue of ``amount()``, in either order, each
+    with some of the first ``lock_among`` fits in its order locked elsewhere,
+    then a peek: each as the reference says. Claimed tasks complete now and
+    then, which frees pool slots."""
+    held = []
+    for step in range(steps):
+        rows, pools = snapshot(dsn)
+        available, limit, order = amount(), rng.choice(limits), rng.choice(("min", "max"))
+        sign = 1 if order == "min" else -1
+        fits = sorted((r for r in rows if r.required <= available), key=lambda r: (sign * r.priority, r.id))
+        locked = {r.id for r in fits[:lock_among] if rng.random() < 0.3}
+        expected = reference(rows, pools, available, limit, None, order, locked)
+        with psycopg.connect(dsn) as other:
+            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
+            got = tq.claim_many(available=available, limit=limit, order=order)  # type: ignore[arg-type]
+        assert [t.id for t in got] == expected, f"step {step}: available={available} limit={limit} {order}"
+        expected = reference(*snapshot(dsn), available, 1, None, order, set())
+        assert [t.id for t in _peek(tq, available, None, order)] == expected, f"step {step}: peek {order}"
+        held.extend(got)
+        rng.shuffle(held)
+        while held and rng.random() < 0.5:
             tq.complete(held.pop())
     assert tq.check().ok

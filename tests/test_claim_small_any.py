@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from taskqueue import TaskQueue
-from tests.test_claim_exact import _peek, reference, snapshot
+from tests.test_claim_exact import claims_match_the_reference, reference, snapshot
 from tests.test_claim_plan import _calls_in_transaction
 
 QUEUES = [f"q{i:03d}" for i in range(120)]
@@ -46,27 +46,7 @@ def test_claims_over_every_queue_match_the_reference(tq: TaskQueue, dsn: str, se
     tq.enqueue_many(many_queues(rng, 2000))
     tq.set_pool_limit("p0", 0)
     tq.set_pool_limit("p1", 20)
-    held = []
-    for step in range(30):
-        rows, pools = snapshot(dsn)
-        available = rng.choice((0, 1, 4, 9, 15, 15, 20, 60))
-        limit = rng.choice((1, 1, 3, 10))
-        order = rng.choice(("min", "max"))
-        sign = 1 if order == "min" else -1
-        fits = sorted((r for r in rows if r.required <= available), key=lambda r: (sign * r.priority, r.id))
-        locked = {r.id for r in fits[:20] if rng.random() < 0.3}
-        expected = reference(rows, pools, available, limit, None, order, locked)
-        with psycopg.connect(dsn) as other:
-            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
-            got = tq.claim_many(available=available, limit=limit, order=order)  # type: ignore[arg-type]
-        assert [t.id for t in got] == expected, f"step {step}: available={available} limit={limit} {order}"
-        expected = reference(*snapshot(dsn), available, 1, None, order, set())
-        assert [t.id for t in _peek(tq, available, None, order)] == expected, f"step {step}: peek {order}"
-        held.extend(got)
-        rng.shuffle(held)
-        while held and rng.random() < 0.5:
-            tq.complete(held.pop())
-    assert tq.check().ok
+    claims_match_the_reference(tq, dsn, rng, lambda: rng.choice((0, 1, 4, 9, 15, 15, 20, 60)), limits=(1, 1, 3, 10))
 
 
 def test_a_small_claim_over_every_queue_lists_none(dsn: str) -> None:
