@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None,
                         help="shapes, versions, instructions: comma-separated shape names; scheduling: drain or real")
     parser.add_argument("--old", default=None,
-                        help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10; "
-                             "stale: older function files, comma-separated")
+                        help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10 "
+                             "(versions: several, comma-separated); stale: older function files, comma-separated")
     parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
     ns = parser.parse_args(argv)
     if ns.scenario == "report" and ns.render:

@@ -2,9 +2,10 @@
 
 A change to ``claim_tasks`` is judged against the version it replaces, not
 against a figure from another day: the shape is seeded twice, the older
-function file (``--old``, e.g. ``claim_tasks.v10``) is loaded into one copy,
-and the two are measured in interleaved rounds, 1 and 8 consumers each, so
-a slow spell of the machine falls on both. The result is new / old per
+function file (``--old``, e.g. ``claim_tasks.v10``; several, comma-separated,
+are loaded in that order) is loaded into one copy, and the two are measured
+in interleaved rounds, 1 and 8 consumers each, so a slow spell of the
+machine falls on both. The result is new / old per
 round and the median of the rounds.
 """
 
@@ -43,7 +44,8 @@ def measure(dsn: str, shape: shapes.Shape, rows: int, seconds: float, old: str) 
     for schema in (OLD_SCHEMA, NEW_SCHEMA):
         common.console.log(f"versions: {shape.name}: seeding {rows:,} rows into {schema}")
         shapes.seed(dsn, schema, shape, rows)
-    load_old(dsn, OLD_SCHEMA, old)
+    for name in old.split(","):  # e.g. "fit_candidate.v7,claim_tasks.v19": loaded in that order
+        load_old(dsn, OLD_SCHEMA, name.strip())
     cap = max(1, rows // 4 // shapes.CLIENTS // ROUNDS)
     rounds: dict[str, list[dict[str, float]]] = {"x1": [], f"x{shapes.CLIENTS}": []}
     for r in range(ROUNDS):
