@@ -99,6 +99,14 @@ class Shape:
 
 
 MB = "1 + ((g * 7919) %% 1000000)"
+# Every task its own priority (g); 99% need 5..64; the 1% needing 1..4 hold the worst priorities.
+DEADLINES = "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END"
+DEADLINES_MAX = "CASE WHEN g <= n * 0.01 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END"  # the 1% at the lowest
+# Sizes in bytes around 1 GB, all in the fine bucket of 1 GB + 1 ([998,244,352, 1,000,341,504)):
+# the fitting ones up to 1.76 MB below it, the others up to 341 kB above it.
+BYTES_FITS = "998244352 + (g * 7919) %% 1755649"
+BYTES_TOO_BIG = "1000000001 + (g * 7919) %% 341503"
+BYTES = f"CASE WHEN g > n * 0.99 THEN {BYTES_FITS} ELSE {BYTES_TOO_BIG} END"  # the fitting 1% hold the worst priorities
 SHAPES = [
     Shape("seed000", "priorities 0..9; only priority 9 (0.5%) fits",
           "CASE WHEN g %% 200 = 0 THEN 9 ELSE (g * 31) %% 9 END",
@@ -106,7 +114,7 @@ SHAPES = [
     Shape("mb_half", "one priority; required 1..1M (MB); half fit", "0", MB, 500_000),
     Shape("mb_few", "one priority; required 1..1M; 2% fit", "0", MB, 20_000),
     Shape("deadlines", "every task its own priority; 99% need 5..64; the 1% needing 1..4 hold the worst priorities",
-          "g", "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, hard=True),
+          "g", DEADLINES, 4, hard=True),
     Shape("both", "priorities 0..999 and required 1..10,000; available uniform per claim",
           "(g * 7919) %% 1000", "1 + (g * 104729) %% 10000", (1, 10_000)),
     Shape("falling", "one priority; required falls as id grows; the newest 1% fit",
@@ -124,10 +132,10 @@ SHAPES = [
           "CASE WHEN g %% 100 = 0 THEN 1 WHEN g %% 3 = 0 THEN 1000 WHEN g %% 3 = 1 THEN 1000000 ELSE 1073741824 END",
           999, hard=True),
     Shape("deadlines_max", "order=max; every task its own priority; the 1% that fit hold the lowest priorities",
-          "g", "CASE WHEN g <= n * 0.01 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, order="max", hard=True),
+          "g", DEADLINES_MAX, 4, order="max", hard=True),
     Shape("mb_half_pools", "mb_half, each task in one of 200 pools, half of them full", "0", MB, 500_000, pools=True),
     Shape("deadlines_pools", "deadlines, 200 pools, half of them full",
-          "g", "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, pools=True, hard=True),
+          "g", DEADLINES, 4, pools=True, hard=True),
     Shape("one_size", "one priority; every task needs 1; 4 available (slots)", "0", "1", 4),
     Shape("queues_dense", "1,000 queues; priorities 0..9; required 1..100; every task fits",
           "(g * 31) %% 10", "1 + (g * 7919) %% 100", 100, queues=1000),
@@ -141,23 +149,18 @@ SHAPES = [
           "(g * 31) %% 10", MB, 500_000, order="max"),
     Shape("bytes_boundary", "sizes in bytes, 1 GB available; every task its own priority; 99% need 1 B..341 kB "
           "more, the 1% at the worst priorities need up to 1.76 MB less (10k distinct sizes)",
-          "g", "CASE WHEN g > n * 0.99 THEN 998244352 + (g * 7919) %% 1755649 "
-               "ELSE 1000000001 + (g * 7919) %% 341503 END",
-          1_000_000_000, hard=True),
+          "g", BYTES, 1_000_000_000, hard=True),
     Shape("bytes_boundary_max", "order=max; bytes_boundary with the fitting 1% at the lowest priorities",
-          "g", "CASE WHEN g <= n * 0.01 THEN 998244352 + (g * 7919) %% 1755649 "
-               "ELSE 1000000001 + (g * 7919) %% 341503 END",
+          "g", f"CASE WHEN g <= n * 0.01 THEN {BYTES_FITS} ELSE {BYTES_TOO_BIG} END",
           1_000_000_000, order="max", hard=True),
     Shape("queues_deadlines",
           "1,000 queues; every task its own priority; the 1% needing 1..4 hold the worst priorities",
-          "g", "CASE WHEN g > n * 0.99 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, hard=True, queues=1000),
+          "g", DEADLINES, 4, hard=True, queues=1000),
     Shape("queues_deadlines_max", "order=max; queues_deadlines with the fitting 1% at the lowest priorities",
-          "g", "CASE WHEN g <= n * 0.01 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END", 4, order="max", hard=True,
+          "g", DEADLINES_MAX, 4, order="max", hard=True,
           queues=1000),
     Shape("queues_bytes", "100 queues; bytes_boundary spread over them",
-          "g", "CASE WHEN g > n * 0.99 THEN 998244352 + (g * 7919) %% 1755649 "
-               "ELSE 1000000001 + (g * 7919) %% 341503 END",
-          1_000_000_000, hard=True, queues=100),
+          "g", BYTES, 1_000_000_000, hard=True, queues=100),
     Shape("both_max", "order=max; priorities 0..999 and required 1..10,000; available uniform per claim",
           "(g * 7919) %% 1000", "1 + (g * 104729) %% 10000", (1, 10_000), order="max"),
 ]
