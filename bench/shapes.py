@@ -163,6 +163,10 @@ SHAPES = [
           "g", BYTES, 1_000_000_000, hard=True, queues=100),
     Shape("both_max", "order=max; priorities 0..999 and required 1..10,000; available uniform per claim",
           "(g * 7919) %% 1000", "1 + (g * 104729) %% 10000", (1, 10_000), order="max"),
+    Shape("queues_half_max", "order=max; 1,000 queues; priorities 0..9; required 1..100; half fit",
+          "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, order="max", queues=1000),
+    Shape("queues_mb_half_max", "order=max; 100 queues; priorities 0..9; required 1..1M; half fit",
+          "(g * 31) %% 10", MB, 500_000, order="max", queues=100),
 ]
 
 SEED = """
