@@ -167,6 +167,8 @@ SHAPES = [
           "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, order="max", queues=1000),
     Shape("queues_mb_half_max", "order=max; 100 queues; priorities 0..9; required 1..1M; half fit",
           "(g * 31) %% 10", MB, 500_000, order="max", queues=100),
+    Shape("queues_falling", "100 queues; one priority; required falls as id grows; the newest 1% fit",
+          "0", "1 + (n - g) * 1000000 / n", 10_000, hard=True, queues=100),
 ]
 
 SEED = """

@@ -21,7 +21,7 @@ import pytest
 
 from taskqueue import TaskQueue
 from tests.test_claim_exact import claims_match_the_reference, reference, snapshot
-from tests.test_claim_plan import _calls_in_transaction, explain
+from tests.test_claim_plan import _calls_in_transaction, _function_calls, explain
 
 QUEUES = [f"q{i:03d}" for i in range(150)]
 
@@ -154,3 +154,37 @@ def test_one_queue_with_claimable_tasks_keeps_its_own_descending_claim(dsn: str)
         hint = conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()
     assert got == first
     assert hint == ("500000:0:desc:only",)
+
+
+def test_a_descending_claim_remembers_how_far_its_walk_listed_queues(dsn: str) -> None:
+    """Past a pile of 1,500 tasks too big, the first claim lists queues as
+    its walk outgrows them and keeps their count in the session; the next
+    claim's first window walks that far before it lists any, so it only
+    asks whether several queues have tasks. A count gone stale (0, or far
+    too many) changes how far it walks, never what it takes."""
+    with psycopg.connect(dsn) as conn:
+        _seed(conn, dsn, 1500)
+        conn.execute("SELECT set_config('taskqueue.queue_count', '', false)")
+        conn.commit()
+        sql = "SELECT id FROM claim_tasks(500, 1, NULL, 'w', 60, true)"
+        expected = _expected(conn, 500, 1)
+        conn.execute("SET LOCAL track_functions = 'pl'")
+        ids = [r[0] for r in conn.execute(sql).fetchall()]
+        first = _function_calls(conn)
+        count = conn.execute("SELECT current_setting('taskqueue.queue_count', true)").fetchone()
+        conn.rollback()  # the claim's setting goes with it: set again below, as its commit would keep it
+        assert ids == expected
+        assert first.get("claimable_queues", 0) >= 2, first  # the check, then a listing
+        assert count is not None and int(count[0]) > 1
+    with psycopg.connect(dsn) as conn:  # a backend of its own, whose call counts start at 0
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute("SELECT set_config('taskqueue.queue_count', %s, false)", (count[0],))
+        conn.commit()
+        ids, second = _calls_in_transaction(conn, sql)
+        assert ids == expected
+        assert second.get("claimable_queues", 0) == 1, second  # the check only: no listing
+        for stale in ("0", "100000", "x"):
+            conn.execute("SELECT set_config('taskqueue.queue_count', %s, false)", (stale,))
+            conn.commit()
+            ids, _ = _calls_in_transaction(conn, sql)
+            assert ids == expected, stale
