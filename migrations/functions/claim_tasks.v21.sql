@@ -469,8 +469,9 @@ BEGIN
         v_dwatch := v_window;
     END IF;
 
-    IF p_limit = 1 AND NOT p_descending AND NOT p_peek THEN
-        -- H. One task, ascending: the look (version 10). One statement reads
+    IF p_limit = 1 AND NOT p_peek AND (NOT p_descending OR v_gdesc) THEN
+        -- H. One task, ascending, or descending over every queue (version
+        -- 21): the look (version 10). One statement reads
         -- claim order on from the last settled key, up to v_look rows, and
         -- stops as soon as c_head (8) of the rows it read fit; the first of
         -- those that have no pool and come before any fitting pooled row,
@@ -510,7 +511,7 @@ BEGIN
         -- task that fits), a look past its budget is a statement in vain.
         v_key := CASE WHEN v_several THEN 'md5:' || md5(v_queues::text) ELSE COALESCE(v_queues[1], '*') END;
         v_skip := COALESCE(v_hint_key = v_key AND v_remaining <= v_hint_amount AND v_hint_n < c_dry_skips
-                           AND (NOT v_several OR v_window), false);
+                           AND (NOT v_several OR v_window), false) AND NOT v_gdesc;
         IF v_several THEN
             v_okey := 'own:' || substr(v_key, 5);  -- the same md5 of the list
         END IF;
@@ -527,7 +528,7 @@ BEGIN
                 v_window := false;
             END IF;
         END IF;
-        IF v_global THEN
+        IF v_global OR v_gdesc THEN
             -- The session's count of queues with claimable tasks at its last
             -- listing (version 11); anything else is not ours and counts 0.
             v_qhint := current_setting('taskqueue.queue_count', true);
@@ -582,7 +583,85 @@ BEGIN
                 -- statement, one snapshot, so no row is passed over unread.
                 -- Two statements, not one with a branch per order, so each plan
                 -- starts only its own index scan.
-                IF v_global OR v_lwalk THEN
+                IF v_gdesc THEN
+                    -- Descending over every queue (version 21): the order of
+                    -- the windows (step 1), each priority found by one
+                    -- descent, read lazily; k1 is -priority, so the keys
+                    -- ascend as in the other order.
+                    SELECT array_agg(y.id ORDER BY y.k1, y.id) FILTER (WHERE NOT y.full),
+                           count(*),
+                           (max(ARRAY[y.k1, y.id]))[1], (max(ARRAY[y.k1, y.id]))[2],
+                           (min(ARRAY[y.k1, y.id]) FILTER (WHERE y.pool IS NOT NULL AND NOT y.full))[1],
+                           (min(ARRAY[y.k1, y.id]) FILTER (WHERE y.pool IS NOT NULL AND NOT y.full))[2],
+                           array_agg(y.id) FILTER (WHERE y.full),
+                           array_agg(y.pool) FILTER (WHERE y.full),
+                           CASE WHEN count(*) = 0 THEN
+                               (SELECT ARRAY[e.k1, e.id] FROM (SELECT z.* FROM (
+                                           WITH RECURSIVE g(priority) AS (
+                                               SELECT (SELECT s.priority FROM tasks s
+                                                        WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
+                                                          AND s.priority < (-v_lk)::integer
+                                                        ORDER BY s.priority DESC LIMIT 1)
+                                               UNION ALL
+                                               SELECT (SELECT s.priority FROM tasks s
+                                                        WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
+                                                          AND s.priority < g.priority
+                                                        ORDER BY s.priority DESC LIMIT 1)
+                                                 FROM g
+                                                WHERE g.priority IS NOT NULL)
+                                           (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool FROM tasks t
+                                             WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                               AND (t.priority, t.id) > ((-v_lk)::integer, v_lid)
+                                               AND t.priority <= (-v_lk)::integer
+                                             ORDER BY t.priority, t.id LIMIT v_look)
+                                           UNION ALL
+                                           (SELECT t.id, -t.priority::bigint, t.required, t.pool
+                                              FROM g
+                                             CROSS JOIN LATERAL (
+                                                 SELECT t.id, t.priority, t.required, t.pool FROM tasks t
+                                                  WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                                    AND t.priority >= g.priority AND t.priority <= g.priority
+                                                  ORDER BY t.priority, t.id LIMIT v_look) t
+                                             WHERE g.priority IS NOT NULL)) z
+                                         LIMIT v_look) e
+                                 OFFSET v_look - 1 LIMIT 1) END
+                      INTO v_cands, v_nfit, v_hk, v_hid, v_pk, v_pid, v_fulls, v_fpools, v_end_key
+                      FROM (SELECT x.id, x.k1, x.pool,
+                                           (x.pool IS NOT NULL
+                                            AND EXISTS (SELECT 1 FROM pools p
+                                                         WHERE p.name = x.pool AND p.running_limit IS NOT NULL
+                                                           AND p.running >= p.running_limit)) AS full
+                                      FROM (SELECT z.* FROM (
+                                           WITH RECURSIVE g(priority) AS (
+                                               SELECT (SELECT s.priority FROM tasks s
+                                                        WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
+                                                          AND s.priority < (-v_lk)::integer
+                                                        ORDER BY s.priority DESC LIMIT 1)
+                                               UNION ALL
+                                               SELECT (SELECT s.priority FROM tasks s
+                                                        WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
+                                                          AND s.priority < g.priority
+                                                        ORDER BY s.priority DESC LIMIT 1)
+                                                 FROM g
+                                                WHERE g.priority IS NOT NULL)
+                                           (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool FROM tasks t
+                                             WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                               AND (t.priority, t.id) > ((-v_lk)::integer, v_lid)
+                                               AND t.priority <= (-v_lk)::integer
+                                             ORDER BY t.priority, t.id LIMIT v_look)
+                                           UNION ALL
+                                           (SELECT t.id, -t.priority::bigint, t.required, t.pool
+                                              FROM g
+                                             CROSS JOIN LATERAL (
+                                                 SELECT t.id, t.priority, t.required, t.pool FROM tasks t
+                                                  WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                                    AND t.priority >= g.priority AND t.priority <= g.priority
+                                                  ORDER BY t.priority, t.id LIMIT v_look) t
+                                             WHERE g.priority IS NOT NULL)) z
+                                             LIMIT v_look) x
+                                     WHERE x.required <= v_remaining
+                                     LIMIT c_head) y;
+                ELSIF v_global OR v_lwalk THEN
                     SELECT array_agg(y.id ORDER BY y.k1, y.id) FILTER (WHERE NOT y.full),
                            count(*),
                            (max(ARRAY[y.k1, y.id]))[1], (max(ARRAY[y.k1, y.id]))[2],
@@ -756,7 +835,7 @@ BEGIN
                     END IF;
                     EXIT look;
                 END IF;
-                IF v_global AND v_remaining >= c_exact THEN
+                IF (v_global OR v_gdesc) AND v_remaining >= c_exact THEN
                     -- Every queue: step W's walk, here in plain statements
                     -- (version 11; W's windows number their rows through a
                     -- cursor, about twice the cost a row): on from the last
@@ -795,6 +874,12 @@ BEGIN
                         EXIT look;
                     END IF;
                     EXIT look WHEN v_queues IS NULL;
+                    IF v_gdesc THEN
+                        -- One queue, descending: its buckets, then its windows
+                        -- (the general path), on from the last row looked at.
+                        v_gdesc := false;
+                        EXIT look;
+                    END IF;
                     v_global := false;
                 END IF;
                 IF v_round = 1 AND NOT v_several THEN
@@ -808,7 +893,7 @@ BEGIN
             -- small tasks at once (version 20).
             SELECT f.id, f.k1, f.required, f.pool INTO v_c
               FROM fit_candidate(CASE WHEN v_global AND v_remaining < c_exact THEN NULL ELSE v_queues END,
-                                 v_remaining, v_lk, v_lid, false, v_full) f;
+                                 v_remaining, v_lk, v_lid, p_descending, v_full) f;
             IF v_c.id IS NULL THEN
                 RETURN;  -- nothing after the look fits
             END IF;
