@@ -183,7 +183,7 @@ def test_a_descending_claim_remembers_how_far_its_walk_listed_queues(dsn: str) -
         ids, second = _calls_in_transaction(conn, sql)
         assert ids == expected
         assert second.get("claimable_queues", 0) == 1, second  # the check only: no listing
-        for stale in ("0", "100000", "x"):
+        for stale in ("0", "1", "2", "100000", "x"):
             conn.execute("SELECT set_config('taskqueue.queue_count', %s, false)", (stale,))
             conn.commit()
             ids, _ = _calls_in_transaction(conn, sql)
