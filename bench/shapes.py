@@ -169,6 +169,13 @@ SHAPES = [
           "(g * 31) %% 10", MB, 500_000, order="max", queues=100),
     Shape("queues_falling", "100 queues; one priority; required falls as id grows; the newest 1% fit",
           "0", "1 + (n - g) * 1000000 / n", 10_000, hard=True, queues=100),
+    Shape("queues_bytes_max", "order=max; 100 queues; bytes_boundary_max spread over them",
+          "g", f"CASE WHEN g <= n * 0.01 THEN {BYTES_FITS} ELSE {BYTES_TOO_BIG} END", 1_000_000_000,
+          order="max", hard=True, queues=100),
+    Shape("queues_deadlines_max16", "order=max; 1,000 queues; every task its own priority; 99% need 17..64, "
+          "the 1% needing 1..16 hold the lowest priorities; 16 available",
+          "g", "CASE WHEN g <= n * 0.01 THEN 1 + g %% 16 ELSE 17 + (g * 7919) %% 48 END", 16,
+          order="max", hard=True, queues=1000),
 ]
 
 SEED = """

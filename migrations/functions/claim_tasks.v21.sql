@@ -374,6 +374,12 @@ DECLARE
     -- Every queue, descending, from c_exact up (version 21): windows over
     -- every queue, queues listed only for the buckets.
     v_gdesc boolean := p_queues IS NULL AND p_descending AND (p_available IS NULL OR p_available >= c_exact);
+    -- Rows read that cost about what one descent to the next priority costs
+    -- (version 21): a window over every queue in descending order spans at
+    -- most its budget / c_descent priorities, so where every task has its
+    -- own priority a walk costs what its budget says, not c_descent times it.
+    c_descent CONSTANT integer := 64;
+    v_groups integer;
     v_window boolean := p_available IS NULL OR p_available >= c_exact;
     v_w record;
     v_took boolean;
@@ -591,7 +597,13 @@ BEGIN
                     -- Descending over every queue (version 21): the order of
                     -- the windows (step 1), each priority found by one
                     -- descent, read lazily; k1 is -priority, so the keys
-                    -- ascend as in the other order.
+                    -- ascend as in the other order. A descent costs about
+                    -- c_descent rows read, so the look spans at most
+                    -- v_look / c_descent priorities after the current one;
+                    -- it read all it may when it read v_look rows or that
+                    -- many priorities (else the order ended), and its last
+                    -- key is then the largest read.
+                    v_groups := GREATEST(2, v_look / c_descent);
                     SELECT array_agg(y.id ORDER BY y.k1, y.id) FILTER (WHERE NOT y.full),
                            count(*),
                            (max(ARRAY[y.k1, y.id]))[1], (max(ARRAY[y.k1, y.id]))[2],
@@ -600,19 +612,21 @@ BEGIN
                            array_agg(y.id) FILTER (WHERE y.full),
                            array_agg(y.pool) FILTER (WHERE y.full),
                            CASE WHEN count(*) = 0 THEN
-                               (SELECT ARRAY[e.k1, e.id] FROM (SELECT z.* FROM (
-                                           WITH RECURSIVE g(priority) AS (
+                               (SELECT CASE WHEN count(*) >= v_look OR count(DISTINCT e.k1) >= v_groups
+                                            THEN max(ARRAY[e.k1, e.id]) END
+                                  FROM (SELECT z.* FROM (
+                                           WITH RECURSIVE g(priority, n) AS (
                                                SELECT (SELECT s.priority FROM tasks s
                                                         WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                           AND s.priority < (-v_lk)::integer
-                                                        ORDER BY s.priority DESC LIMIT 1)
+                                                        ORDER BY s.priority DESC LIMIT 1), 1
                                                UNION ALL
                                                SELECT (SELECT s.priority FROM tasks s
                                                         WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                           AND s.priority < g.priority
-                                                        ORDER BY s.priority DESC LIMIT 1)
+                                                        ORDER BY s.priority DESC LIMIT 1), g.n + 1
                                                  FROM g
-                                                WHERE g.priority IS NOT NULL)
+                                                WHERE g.priority IS NOT NULL AND g.n < v_groups)
                                            (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool FROM tasks t
                                              WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
                                                AND (t.priority, t.id) > ((-v_lk)::integer, v_lid)
@@ -627,8 +641,7 @@ BEGIN
                                                     AND t.priority >= g.priority AND t.priority <= g.priority
                                                   ORDER BY t.priority, t.id LIMIT v_look) t
                                              WHERE g.priority IS NOT NULL)) z
-                                         LIMIT v_look) e
-                                 OFFSET v_look - 1 LIMIT 1) END
+                                         LIMIT v_look) e) END
                       INTO v_cands, v_nfit, v_hk, v_hid, v_pk, v_pid, v_fulls, v_fpools, v_end_key
                       FROM (SELECT x.id, x.k1, x.pool,
                                            (x.pool IS NOT NULL
@@ -636,18 +649,18 @@ BEGIN
                                                          WHERE p.name = x.pool AND p.running_limit IS NOT NULL
                                                            AND p.running >= p.running_limit)) AS full
                                       FROM (SELECT z.* FROM (
-                                           WITH RECURSIVE g(priority) AS (
+                                           WITH RECURSIVE g(priority, n) AS (
                                                SELECT (SELECT s.priority FROM tasks s
                                                         WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                           AND s.priority < (-v_lk)::integer
-                                                        ORDER BY s.priority DESC LIMIT 1)
+                                                        ORDER BY s.priority DESC LIMIT 1), 1
                                                UNION ALL
                                                SELECT (SELECT s.priority FROM tasks s
                                                         WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                           AND s.priority < g.priority
-                                                        ORDER BY s.priority DESC LIMIT 1)
+                                                        ORDER BY s.priority DESC LIMIT 1), g.n + 1
                                                  FROM g
-                                                WHERE g.priority IS NOT NULL)
+                                                WHERE g.priority IS NOT NULL AND g.n < v_groups)
                                            (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool FROM tasks t
                                              WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
                                                AND (t.priority, t.id) > ((-v_lk)::integer, v_lid)
@@ -1004,32 +1017,36 @@ BEGIN
                 -- priority in turn, found by one descent of
                 -- ix_tasks_claim_any each and read in id order. The
                 -- recursive statement is read lazily, so the window stops at
-                -- v_gcap rows whatever the number of priorities it spans; a
-                -- window shorter than that is the end of the order.
+                -- v_gcap rows, or after v_gcap / c_descent priorities (a
+                -- descent costs about c_descent rows read): their rows come
+                -- through as the last (rn = v_gcap), so the walk knows how far
+                -- it went and that more may follow. A window that stops short
+                -- of both is the end of the order.
                 v_cap := v_gcap;
+                v_groups := GREATEST(2, v_gcap / c_descent);
                 OPEN v_cur FOR
-                    WITH RECURSIVE g(priority) AS (
+                    WITH RECURSIVE g(priority, n) AS (
                         SELECT (SELECT s.priority FROM tasks s
                                  WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                    AND s.priority < (-v_lk)::integer
-                                 ORDER BY s.priority DESC LIMIT 1)
+                                 ORDER BY s.priority DESC LIMIT 1), 1
                         UNION ALL
                         SELECT (SELECT s.priority FROM tasks s
                                  WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                    AND s.priority < g.priority
-                                 ORDER BY s.priority DESC LIMIT 1)
+                                 ORDER BY s.priority DESC LIMIT 1), g.n + 1
                           FROM g
-                         WHERE g.priority IS NOT NULL)
-                    SELECT w.id, w.k1, w.required, w.pool, w.rn,
+                         WHERE g.priority IS NOT NULL AND g.n < v_groups)
+                    SELECT w.id, w.k1, w.required, w.pool, CASE WHEN w.last THEN v_gcap::bigint ELSE w.rn END AS rn,
                            (w.pool IS NOT NULL AND EXISTS (SELECT 1 FROM pools p WHERE p.name = w.pool AND p.running_limit IS NOT NULL
                                                              AND p.running >= p.running_limit)) AS seen_full
                       FROM (SELECT x.*, row_number() OVER () AS rn
-                              FROM ((SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool FROM tasks t
+                              FROM ((SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool, false AS last FROM tasks t
                                       WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
                                         AND (t.priority, t.id) > ((-v_lk)::integer, v_lid) AND t.priority <= (-v_lk)::integer
                                       ORDER BY t.priority, t.id LIMIT v_gcap)
                                     UNION ALL
-                                    (SELECT t.id, -t.priority::bigint, t.required, t.pool
+                                    (SELECT t.id, -t.priority::bigint, t.required, t.pool, g.n >= v_groups
                                        FROM g
                                       CROSS JOIN LATERAL (
                                           SELECT t.id, t.priority, t.required, t.pool FROM tasks t
@@ -1038,7 +1055,7 @@ BEGIN
                                            ORDER BY t.priority, t.id LIMIT v_gcap) t
                                       WHERE g.priority IS NOT NULL)
                                     LIMIT v_gcap) x) w
-                     WHERE w.required <= v_remaining OR w.rn = v_gcap;
+                     WHERE w.required <= v_remaining OR w.rn = v_gcap OR w.last;
             ELSIF cardinality(v_queues) = 1 THEN
                 IF v_again AND p_descending AND p_limit = 1 AND NOT p_peek THEN
                     -- After a lost row, one task (version 18): the next
