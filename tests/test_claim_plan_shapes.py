@@ -50,10 +50,9 @@ BOUNDARY_FITS = {"bytes_boundary": 0.01, "bytes_boundary_max": 0.01}
 # the buckets, so at 200k it reads that walk's whole budget, at 10k only the
 # backlog. Below 16 left, every queue's buckets are one (queues_deadlines).
 # The two descending ones (queues_bytes_max, queues_deadlines_max16) walk
-# the same way, each priority a descent counted as 16 rows read; where every
-# task has its own priority that walk costs up to about twice the buckets,
-# and in bytes each queue's boundary costs more too.
-PER_QUEUE = {"queues_bytes": 250, "queues_falling": 150, "queues_bytes_max": 750, "queues_deadlines_max16": 150}
+# the same way, each priority a descent counted as 64 rows read; in bytes
+# each queue's boundary costs more too.
+PER_QUEUE = {"queues_bytes": 250, "queues_falling": 150, "queues_bytes_max": 450, "queues_deadlines_max16": 150}
 # Neither kind is bounded by a constant, nor is it 10 times below the naive query in buffers.
 NOT_CONSTANT = set(BOUNDARY_FITS) | set(PER_QUEUE)
 # A claim of 100 over many queues, with no queue list, whose amount shrinks as

@@ -378,7 +378,7 @@ DECLARE
     -- (version 21): a window over every queue in descending order spans at
     -- most its budget / c_descent priorities, so where every task has its
     -- own priority a walk costs what its budget says, not c_descent times it.
-    c_descent CONSTANT integer := 16;
+    c_descent CONSTANT integer := 64;
     v_groups integer;
     v_window boolean := p_available IS NULL OR p_available >= c_exact;
     v_w record;
