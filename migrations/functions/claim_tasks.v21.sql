@@ -541,9 +541,12 @@ BEGIN
         IF v_global OR v_gdesc THEN
             -- The session's count of queues with claimable tasks at its last
             -- listing (version 11); anything else is not ours and counts 0.
-            v_qhint := current_setting('taskqueue.queue_count', true);
-            IF v_qhint ~ '^[0-9]{1,6}$' THEN
-                v_qcount := v_qhint::integer;
+            -- Descending, it was read at the start (version 21).
+            IF v_global THEN
+                v_qhint := current_setting('taskqueue.queue_count', true);
+                IF v_qhint ~ '^[0-9]{1,6}$' THEN
+                    v_qcount := v_qhint::integer;
+                END IF;
             END IF;
             IF v_qcount > 1 AND v_remaining >= c_exact THEN
                 -- Several queues last time: the first look may walk as far as
