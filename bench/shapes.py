@@ -176,6 +176,12 @@ SHAPES = [
           "the 1% needing 1..16 hold the lowest priorities; 16 available",
           "g", "CASE WHEN g <= n * 0.01 THEN 1 + g %% 16 ELSE 17 + (g * 7919) %% 48 END", 16,
           order="max", hard=True, queues=1000),
+    Shape("queues_deadlines_mb_max", "order=max; 1,000 queues; every task its own priority; required 1..1M (MB); "
+          "2% fit", "g", MB, 20_000, order="max", queues=1000),
+    Shape("listed_half_max", "order=max; 40 queues, a consumer lists 20; priorities 0..9; required 1..100; half fit",
+          "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, order="max", queues=40, listed=20),
+    Shape("listed_mb_half_max", "order=max; 40 queues, a consumer lists 20; priorities 0..9; required 1..1M; "
+          "half fit", "(g * 31) %% 10", MB, 500_000, order="max", queues=40, listed=20),
 ]
 
 SEED = """

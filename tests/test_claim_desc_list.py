@@ -1,0 +1,102 @@
+"""A descending claim of one task over a list of queues looks first (claim_tasks v22).
+
+With a list of several queues and order="max", v21 merged a window of each
+listed queue for every claim: over 40 queues of which a consumer lists 20,
+with half the tasks fitting, 0.33x the naive query over its (priority DESC,
+id) index at 200,000 tasks. v22 first reads the order over every queue and
+keeps the listed queues' rows, as an ascending list's look does; only when
+that look runs dry do the merged windows go on from its last row, and the
+session's next claims over that list skip the look for a while. It must
+still take exactly what the plain rule takes (tests/test_claim_exact.py's
+reference): piles of other queues' tasks and of tasks too big, rows locked
+elsewhere, pools full and open.
+"""
+
+from __future__ import annotations
+
+import random
+
+import psycopg
+import pytest
+
+from taskqueue import TaskQueue
+from tests.test_claim_exact import reference, snapshot
+from tests.test_claim_plan import explain
+
+QUEUES = [f"q{i:02d}" for i in range(40)]
+LISTED = QUEUES[:20]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_descending_claims_over_a_list_match_the_reference(tq: TaskQueue, dsn: str, seed: int) -> None:
+    """A pile of too-big tasks and of unlisted queues' tasks at the best
+    priority (short, around the look's budget, or well past it), then tasks
+    of every size; some of the first fits locked elsewhere."""
+    rng = random.Random(4200 + seed)
+    pile = rng.choice((30, 900, 3000))
+    specs: list[dict[str, object]] = []
+    for _ in range(pile):  # the pile: listed queues' tasks too big, unlisted queues' of any size
+        queue = rng.choice(QUEUES)
+        specs.append({"payload": {}, "queue": queue, "priority": 50,
+                      "required": 600_000 if queue in LISTED else rng.choice((1, 600_000))})
+    specs += [
+        {"payload": {}, "queue": rng.choice(QUEUES),
+         "priority": rng.randint(0, 49) if rng.random() < 0.7 else rng.randint(0, 100_000) - 100_000,
+         "required": rng.choice((1, 16, 40, 499_999, 500_000, 500_001, 900_000)),
+         "pool": rng.choice((None, None, None, "p0", "p1"))}
+        for _ in range(500)
+    ]
+    tq.enqueue_many(specs)
+    tq.set_pool_limit("p0", 0)
+    tq.set_pool_limit("p1", 3)
+    held = []
+    for step in range(30):
+        rows, pools = snapshot(dsn)
+        available = rng.choice((None, 16, 50, 500_000, 500_000))
+        queues = rng.choice((LISTED, LISTED, QUEUES[15:17], QUEUES[:39]))
+        fits = [r for r in sorted(rows, key=lambda r: (-r.priority, r.id))
+                if (available is None or r.required <= available) and r.queue in queues][:30]
+        locked = {r.id for r in fits if rng.random() < 0.4}
+        expected = reference(rows, pools, available, 1, queues, "max", locked)
+        with psycopg.connect(dsn) as other:
+            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
+            got = tq.claim(available=available, queues=queues, order="max")
+        assert ([got.id] if got else []) == expected, (
+            f"step {step}: pile={pile} available={available} queues={len(queues)} locked={sorted(locked)}")
+        if got is not None:
+            held.append(got)
+        while held and rng.random() < 0.5:
+            tq.complete(held.pop())
+    assert tq.check().ok
+
+
+def _seed(conn: psycopg.Connection, dsn: str) -> None:
+    """40 queues, 20,000 tasks, priorities 0..9, sizes 1..100 (half fit 50)."""
+    conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+    conn.execute(
+        "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+        "SELECT 'q' || lpad(((g * 17) % 40)::text, 2, '0'), '{}'::jsonb, (g * 31) % 10, 1 + (g * 7919) % 100, "
+        "'queued', 3 FROM generate_series(1, 20000) g")
+    conn.commit()
+    with psycopg.connect(dsn, autocommit=True) as vac:
+        vac.execute("VACUUM ANALYZE taskqueue.tasks")
+
+
+def test_a_descending_claim_over_a_list_reads_the_head_once(dsn: str) -> None:
+    """One claim over 20 of 40 queues reads the head of the order over every
+    queue: v21 merged a window of each of the 20 queues (1,000 buffers and more)."""
+    with psycopg.connect(dsn) as conn:
+        _seed(conn, dsn)
+        listed = "ARRAY[" + ",".join(f"'{q}'" for q in LISTED) + "]"
+        expected = conn.execute(
+            f"SELECT id FROM tasks WHERE state = 'queued' AND required <= 50 AND queue = ANY ({listed}) "
+            "ORDER BY priority DESC, id LIMIT 1").fetchone()
+        sql = f"SELECT * FROM claim_tasks(50, 1, {listed}, 'w', 60, true)"
+        explain(conn, sql)
+        explain(conn, sql)
+        buffers, plan = explain(conn, sql)
+        got = conn.execute(sql.replace("*", "id")).fetchone()
+        conn.rollback()
+    assert got == expected
+    assert plan["Actual Rows"] == 1
+    assert buffers < 120, f"{buffers} buffers for a descending claim over a list of 20 queues"
