@@ -596,11 +596,6 @@ BEGIN
                 -- The last look of this session for this queue (or every
                 -- queue) and at least this amount ran dry: to the buckets at
                 -- once (the hint skips a statement, never a row).
-                IF v_ldesc THEN
-                    -- A list, descending (version 22): to its merged windows,
-                    -- from the start, as before there was a look.
-                    EXIT look;
-                END IF;
                 IF v_several THEN
                     -- A list (version 14): to each listed queue's own window,
                     -- from the start, as after a dry look of its budget.
@@ -896,14 +891,6 @@ BEGIN
                 -- Nothing that fits among the v_look rows: on from the last one.
                 v_lk := v_hk;
                 v_lid := v_hid;
-                IF v_ldesc THEN
-                    -- A list, descending (version 22): its merged windows go
-                    -- on from the last row looked at; the next claims of this
-                    -- session over this list and no larger an amount skip
-                    -- the look (the hint, as for an ascending list).
-                    PERFORM set_config('taskqueue.dry_look', v_remaining::text || ':0:' || v_key, false);
-                    EXIT look;
-                END IF;
                 IF v_several THEN
                     -- A pile of other queues' (or too big) tasks, as long as
                     -- the listed queues' buckets are worth (version 11): each
@@ -966,7 +953,9 @@ BEGIN
                 END IF;
                 IF v_round = 1 AND NOT v_several THEN
                     -- One queue, and its pile outgrew the look: say so for the
-                    -- next claims of this session (v_hint, above).
+                    -- next claims of this session (v_hint, above). A list in
+                    -- descending order goes the same way (version 22): its
+                    -- buckets, then the look again from what they found.
                     PERFORM set_config('taskqueue.dry_look', v_remaining::text || ':0:' || v_key, false);
                 END IF;
             END IF;
