@@ -647,19 +647,30 @@ BEGIN
                                (SELECT CASE WHEN count(*) >= v_look OR bool_or(e.capped)
                                             THEN max(ARRAY[e.k1, e.id]) END
                                   FROM (SELECT z.* FROM (
-                                           WITH RECURSIVE g(hi, lo, more, n, r) AS (
-                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk
-                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt
-                                                         FROM (SELECT s.priority FROM tasks s
+                                           WITH RECURSIVE g(hi, lo, more, n, r, ids, prios, reqs, pools, queues) AS (
+                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk, c.ids, c.prios, c.reqs, c.pools, c.queues
+                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt,
+                                                              array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
+                                                              array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
+                                                              array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
+                                                              array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
+                                                              array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
+                                                         FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
                                                                 WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                                   AND s.priority < (-v_lk)::integer
                                                                 ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk) s) c
                                                UNION ALL
-                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow))
+                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow)),
+                                                      c.ids, c.prios, c.reqs, c.pools, c.queues
                                                  FROM g
                                                 CROSS JOIN LATERAL (
-                                                    SELECT min(s.priority) AS lo, count(*) AS cnt
-                                                      FROM (SELECT s.priority FROM tasks s
+                                                    SELECT min(s.priority) AS lo, count(*) AS cnt,
+                                                           array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
+                                                           array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
+                                                           array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
+                                                           array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
+                                                           array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
+                                                      FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
                                                              WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                                AND s.priority < g.lo
                                                              ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk << LEAST(g.n, c_grow)) s) c
@@ -673,10 +684,9 @@ BEGIN
                                            (SELECT t.id, -t.priority::bigint, t.required, t.pool, t.queue, g.more AND g.r >= v_span
                                               FROM g
                                              CROSS JOIN LATERAL (
-                                                 (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
-                                                   WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                                     AND t.priority > g.lo AND t.priority < g.hi
-                                                   ORDER BY t.priority DESC, t.id LIMIT c_chunk << c_grow)
+                                                 (SELECT u.id, u.priority, u.required, u.pool, u.queue
+                                                    FROM unnest(g.ids, g.prios, g.reqs, g.pools, g.queues) WITH ORDINALITY AS u(id, priority, required, pool, queue, o)
+                                                   WHERE u.priority > g.lo ORDER BY u.o)
                                                  UNION ALL
                                                  (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
                                                    WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
@@ -691,19 +701,30 @@ BEGIN
                                                          WHERE p.name = x.pool AND p.running_limit IS NOT NULL
                                                            AND p.running >= p.running_limit)) AS full
                                       FROM (SELECT z.* FROM (
-                                           WITH RECURSIVE g(hi, lo, more, n, r) AS (
-                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk
-                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt
-                                                         FROM (SELECT s.priority FROM tasks s
+                                           WITH RECURSIVE g(hi, lo, more, n, r, ids, prios, reqs, pools, queues) AS (
+                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk, c.ids, c.prios, c.reqs, c.pools, c.queues
+                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt,
+                                                              array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
+                                                              array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
+                                                              array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
+                                                              array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
+                                                              array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
+                                                         FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
                                                                 WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                                   AND s.priority < (-v_lk)::integer
                                                                 ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk) s) c
                                                UNION ALL
-                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow))
+                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow)),
+                                                      c.ids, c.prios, c.reqs, c.pools, c.queues
                                                  FROM g
                                                 CROSS JOIN LATERAL (
-                                                    SELECT min(s.priority) AS lo, count(*) AS cnt
-                                                      FROM (SELECT s.priority FROM tasks s
+                                                    SELECT min(s.priority) AS lo, count(*) AS cnt,
+                                                           array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
+                                                           array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
+                                                           array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
+                                                           array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
+                                                           array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
+                                                      FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
                                                              WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                                AND s.priority < g.lo
                                                              ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk << LEAST(g.n, c_grow)) s) c
@@ -717,10 +738,9 @@ BEGIN
                                            (SELECT t.id, -t.priority::bigint, t.required, t.pool, t.queue, g.more AND g.r >= v_span
                                               FROM g
                                              CROSS JOIN LATERAL (
-                                                 (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
-                                                   WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                                     AND t.priority > g.lo AND t.priority < g.hi
-                                                   ORDER BY t.priority DESC, t.id LIMIT c_chunk << c_grow)
+                                                 (SELECT u.id, u.priority, u.required, u.pool, u.queue
+                                                    FROM unnest(g.ids, g.prios, g.reqs, g.pools, g.queues) WITH ORDINALITY AS u(id, priority, required, pool, queue, o)
+                                                   WHERE u.priority > g.lo ORDER BY u.o)
                                                  UNION ALL
                                                  (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
                                                    WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
@@ -1079,19 +1099,30 @@ BEGIN
                 v_cap := v_gcap;
                 v_span := GREATEST(c_chunk, v_gcap / c_span);
                 OPEN v_cur FOR
-                    WITH RECURSIVE g(hi, lo, more, n, r) AS (
-                        SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk
-                          FROM (SELECT min(s.priority) AS lo, count(*) AS cnt
-                                  FROM (SELECT s.priority FROM tasks s
+                    WITH RECURSIVE g(hi, lo, more, n, r, ids, prios, reqs, pools, queues) AS (
+                        SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk, c.ids, c.prios, c.reqs, c.pools, c.queues
+                          FROM (SELECT min(s.priority) AS lo, count(*) AS cnt,
+                                       array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
+                                       array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
+                                       array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
+                                       array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
+                                       array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
+                                  FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
                                          WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                            AND s.priority < (-v_lk)::integer
                                          ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk) s) c
                         UNION ALL
-                        SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow))
+                        SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow)),
+                               c.ids, c.prios, c.reqs, c.pools, c.queues
                           FROM g
                          CROSS JOIN LATERAL (
-                             SELECT min(s.priority) AS lo, count(*) AS cnt
-                               FROM (SELECT s.priority FROM tasks s
+                             SELECT min(s.priority) AS lo, count(*) AS cnt,
+                                    array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
+                                    array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
+                                    array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
+                                    array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
+                                    array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
+                               FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
                                       WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                         AND s.priority < g.lo
                                       ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk << LEAST(g.n, c_grow)) s) c
@@ -1108,10 +1139,9 @@ BEGIN
                                     (SELECT t.id, -t.priority::bigint, t.required, t.pool, g.more AND g.r >= v_span
                                        FROM g
                                       CROSS JOIN LATERAL (
-                                          (SELECT t.id, t.priority, t.required, t.pool FROM tasks t
-                                            WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                              AND t.priority > g.lo AND t.priority < g.hi
-                                            ORDER BY t.priority DESC, t.id LIMIT c_chunk << c_grow)
+                                          (SELECT u.id, u.priority, u.required, u.pool
+                                             FROM unnest(g.ids, g.prios, g.reqs, g.pools, g.queues) WITH ORDINALITY AS u(id, priority, required, pool, queue, o)
+                                            WHERE u.priority > g.lo ORDER BY u.o)
                                           UNION ALL
                                           (SELECT t.id, t.priority, t.required, t.pool FROM tasks t
                                             WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
