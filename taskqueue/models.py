@@ -89,7 +89,7 @@ class TaskRow(Base):
         CheckConstraint(
             "state = 'running' OR (lease_token IS NULL AND lease_expires_at IS NULL)", name="idle_has_no_lease"
         ),
-        # The claim indexes (see claim_tasks.v21.sql). Parked tasks (queued in
+        # The claim indexes (see claim_tasks.v22.sql). Parked tasks (queued in
         # a full pool) are left out until the pool has room.
         # Claim order, for the window at the head.
         Index("ix_tasks_claim", "queue", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),

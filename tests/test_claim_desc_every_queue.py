@@ -5,7 +5,9 @@ listed every queue with claimable tasks and merged a window of each. Such a
 window ends at the shortest queue's last key, so over 1,000 queues it read a
 few rows for a probe of every queue: 127 ms a claim at 200,000 tasks, 0.01x
 the naive query. v21 reads ix_tasks_claim_any, one descent per priority, and
-lists queues only when its walk has gone as far as their buckets are worth.
+lists queues only when its walk has gone as far as their buckets are worth;
+v22 reads that order a chunk at a time, so where every task has its own
+priority a row no longer costs two descents.
 It must still take exactly what the plain rule takes (tests/test_claim_exact.py's
 reference): single claims and batches, pools full and open, rows locked
 elsewhere, priorities few or each its own.

@@ -4,9 +4,10 @@ With a list of several queues and order="max", v21 merged a window of each
 listed queue for every claim: over 40 queues of which a consumer lists 20,
 with half the tasks fitting, 0.33x the naive query over its (priority DESC,
 id) index at 200,000 tasks. v22 first reads the order over every queue and
-keeps the listed queues' rows, as an ascending list's look does; only when
-that look runs dry do the merged windows go on from its last row, and the
-session's next claims over that list skip the look for a while. It must
+keeps the listed queues' rows, as an ascending list's look does; a look
+that runs dry asks the list's buckets and looks again from their find, and
+the session's next claims over that list ask the buckets at once for a
+while. It must
 still take exactly what the plain rule takes (tests/test_claim_exact.py's
 reference): piles of other queues' tasks and of tasks too big, rows locked
 elsewhere, pools full and open.

@@ -249,20 +249,26 @@
 -- Version 22 (migration 0030): that walk over every queue in descending
 --    order no longer finds each priority with a descent of its own. It reads
 --    (priority DESC, id DESC) a chunk at a time (16 rows, then twice as many
---    a step, up to 256): every priority above the chunk's lowest is whole in
---    the chunk and is read back in id order by one statement, the lowest in
---    id order by one more. Where every task has its own priority, a row cost
---    two descents: over 1,000 queues with sizes in MB and 2% fitting
+--    a step, up to 256; only the priorities are read, from the index):
+--    every priority above the chunk's lowest is whole in the chunk and is
+--    read back in id order by one statement, the lowest in id order by one
+--    more. Where every task has its own priority, a row cost two descents:
+--    over 1,000 queues with sizes in MB and 2% fitting
 --    (queues_deadlines_mb_max), 0.10x the naive query at 200,000 tasks. A
---    walk is capped at its budget / (2 * c_descent) chunks, about what
---    version 21's cap cost. And a claim of one task over a list of several
---    queues in descending order looks first, as an ascending list's does:
---    one statement reads that order over every queue and keeps the listed
---    queues' rows; a dry look sends the claim to the merged windows of the
---    listed queues from its last row, and the session's next claims over
---    that list skip the look (hint 'dmd5:'). Before, every such claim
---    merged a window of each listed queue: over 20 of 40 queues with half
---    the tasks fitting (listed_half_max), 0.33x the naive query.
+--    walk spans at most its budget / c_span (8) rows: a walk that read its
+--    whole budget in chunks cost the hard shapes (queues_bytes_max,
+--    queues_deadlines_max16), whose fits no walk reaches, 0.44x of version
+--    21's claims/s. Gathering each chunk's rows into arrays as they were
+--    read, so as not to read them twice, was slower (3.4x of version 21 on
+--    queues_deadlines_mb_max against 5.8x, 0.76x on the hard shapes). And a
+--    claim of one task over a list of several queues in descending order
+--    looks first, as an ascending list's does: one statement reads that
+--    order over every queue and keeps the listed queues' rows. A dry look
+--    goes to the list's buckets and looks again from what they found, as
+--    one queue's does, and the session's next claims over that list and no
+--    larger an amount ask the buckets at once (hint 'dmd5:'). Before, every
+--    such claim merged a window of each listed queue: over 20 of 40 queues
+--    with half the tasks fitting (listed_half_max), 0.33x the naive query.
 -- ix_tasks_claim_any has the predicate "... AND id > 0" (version 9,
 --    migration 0012), and only the statements over every queue state it, so
 --    no other statement can use that index. Every id is positive (a CHECK
@@ -402,9 +408,9 @@ DECLARE
     -- up to c_chunk << c_grow (256).
     c_chunk CONSTANT integer := 16;
     c_grow CONSTANT integer := 4;
-    -- Such a walk spans at most its budget / c_span rows (version 22):
-    -- chunks read each row twice, and the hard shapes, whose fits no walk
-    -- reaches, pay for every row walked before the buckets.
+    -- Such a walk spans at most its budget / c_span rows (version 22): the
+    -- hard shapes, whose fits no walk reaches, pay for every row walked
+    -- before the buckets, and version 21 walked budget / 64 priorities.
     c_span CONSTANT integer := 8;
     v_span integer;
     v_window boolean := p_available IS NULL OR p_available >= c_exact;
@@ -626,15 +632,15 @@ BEGIN
                 -- Two statements, not one with a branch per order, so each plan
                 -- starts only its own index scan.
                 IF v_gdesc OR v_ldesc THEN
-                    -- Descending over every queue (version 21): the order of
-                    -- the windows (step 1), each priority found by one
-                    -- descent, read lazily; k1 is -priority, so the keys
-                    -- ascend as in the other order. A descent costs about
-                    -- c_descent rows read, so the look spans at most
-                    -- v_look / c_descent priorities after the current one;
-                    -- it read all it may when it read v_look rows or that
-                    -- many priorities (else the order ended), and its last
-                    -- key is then the largest read.
+                    -- Descending over every queue (version 21), or over a
+                    -- list, keeping its rows (version 22): the order of the
+                    -- windows (step 1), read lazily a chunk at a time
+                    -- (version 22); k1 is -priority, so the keys ascend as
+                    -- in the other order. The chunks span at most v_look /
+                    -- c_span rows; the look read all it may when it read
+                    -- v_look rows or its chunks reached that span with more
+                    -- to come (capped), else the order ended; its last key
+                    -- is then the largest read.
                     v_span := GREATEST(c_chunk, v_look / c_span);
                     SELECT array_agg(y.id ORDER BY y.k1, y.id) FILTER (WHERE NOT y.full),
                            count(*),
@@ -647,30 +653,19 @@ BEGIN
                                (SELECT CASE WHEN count(*) >= v_look OR bool_or(e.capped)
                                             THEN max(ARRAY[e.k1, e.id]) END
                                   FROM (SELECT z.* FROM (
-                                           WITH RECURSIVE g(hi, lo, more, n, r, ids, prios, reqs, pools, queues) AS (
-                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk, c.ids, c.prios, c.reqs, c.pools, c.queues
-                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt,
-                                                              array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
-                                                              array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
-                                                              array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
-                                                              array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
-                                                              array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
-                                                         FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
+                                           WITH RECURSIVE g(hi, lo, more, n, r) AS (
+                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk
+                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt
+                                                         FROM (SELECT s.priority FROM tasks s
                                                                 WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                                   AND s.priority < (-v_lk)::integer
                                                                 ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk) s) c
                                                UNION ALL
-                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow)),
-                                                      c.ids, c.prios, c.reqs, c.pools, c.queues
+                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow))
                                                  FROM g
                                                 CROSS JOIN LATERAL (
-                                                    SELECT min(s.priority) AS lo, count(*) AS cnt,
-                                                           array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
-                                                           array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
-                                                           array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
-                                                           array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
-                                                           array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
-                                                      FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
+                                                    SELECT min(s.priority) AS lo, count(*) AS cnt
+                                                      FROM (SELECT s.priority FROM tasks s
                                                              WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                                AND s.priority < g.lo
                                                              ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk << LEAST(g.n, c_grow)) s) c
@@ -684,9 +679,10 @@ BEGIN
                                            (SELECT t.id, -t.priority::bigint, t.required, t.pool, t.queue, g.more AND g.r >= v_span
                                               FROM g
                                              CROSS JOIN LATERAL (
-                                                 (SELECT u.id, u.priority, u.required, u.pool, u.queue
-                                                    FROM unnest(g.ids, g.prios, g.reqs, g.pools, g.queues) WITH ORDINALITY AS u(id, priority, required, pool, queue, o)
-                                                   WHERE u.priority > g.lo ORDER BY u.o)
+                                                 (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
+                                                   WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                                     AND t.priority > g.lo AND t.priority < g.hi
+                                                   ORDER BY t.priority DESC, t.id LIMIT c_chunk << c_grow)
                                                  UNION ALL
                                                  (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
                                                    WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
@@ -701,30 +697,19 @@ BEGIN
                                                          WHERE p.name = x.pool AND p.running_limit IS NOT NULL
                                                            AND p.running >= p.running_limit)) AS full
                                       FROM (SELECT z.* FROM (
-                                           WITH RECURSIVE g(hi, lo, more, n, r, ids, prios, reqs, pools, queues) AS (
-                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk, c.ids, c.prios, c.reqs, c.pools, c.queues
-                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt,
-                                                              array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
-                                                              array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
-                                                              array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
-                                                              array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
-                                                              array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
-                                                         FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
+                                           WITH RECURSIVE g(hi, lo, more, n, r) AS (
+                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk
+                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt
+                                                         FROM (SELECT s.priority FROM tasks s
                                                                 WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                                   AND s.priority < (-v_lk)::integer
                                                                 ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk) s) c
                                                UNION ALL
-                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow)),
-                                                      c.ids, c.prios, c.reqs, c.pools, c.queues
+                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow))
                                                  FROM g
                                                 CROSS JOIN LATERAL (
-                                                    SELECT min(s.priority) AS lo, count(*) AS cnt,
-                                                           array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
-                                                           array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
-                                                           array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
-                                                           array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
-                                                           array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
-                                                      FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
+                                                    SELECT min(s.priority) AS lo, count(*) AS cnt
+                                                      FROM (SELECT s.priority FROM tasks s
                                                              WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                                                AND s.priority < g.lo
                                                              ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk << LEAST(g.n, c_grow)) s) c
@@ -738,9 +723,10 @@ BEGIN
                                            (SELECT t.id, -t.priority::bigint, t.required, t.pool, t.queue, g.more AND g.r >= v_span
                                               FROM g
                                              CROSS JOIN LATERAL (
-                                                 (SELECT u.id, u.priority, u.required, u.pool, u.queue
-                                                    FROM unnest(g.ids, g.prios, g.reqs, g.pools, g.queues) WITH ORDINALITY AS u(id, priority, required, pool, queue, o)
-                                                   WHERE u.priority > g.lo ORDER BY u.o)
+                                                 (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
+                                                   WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                                     AND t.priority > g.lo AND t.priority < g.hi
+                                                   ORDER BY t.priority DESC, t.id LIMIT c_chunk << c_grow)
                                                  UNION ALL
                                                  (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
                                                    WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
@@ -1087,42 +1073,31 @@ BEGIN
                      WHERE (w.required <= v_remaining AND (v_global OR w.queue = ANY (v_queues))) OR w.rn = v_gcap;
             ELSIF v_gdesc THEN
                 -- Every queue, descending (version 21): the rest of the
-                -- current priority after the last key, then each lower
-                -- priority in turn, found by one descent of
-                -- ix_tasks_claim_any each and read in id order. The
-                -- recursive statement is read lazily, so the window stops at
-                -- v_gcap rows, or after v_gcap / c_descent priorities (a
-                -- descent costs about c_descent rows read): their rows come
-                -- through as the last (rn = v_gcap), so the walk knows how far
-                -- it went and that more may follow. A window that stops short
-                -- of both is the end of the order.
+                -- current priority after the last key, then the lower
+                -- priorities a chunk of ix_tasks_claim_any at a time
+                -- (version 22), each in id order. The recursive statement
+                -- is read lazily, so the window stops at v_gcap rows, or when
+                -- its chunks span v_gcap / c_span rows with more to come:
+                -- the last chunk's rows come through as the last (rn =
+                -- v_gcap), so the walk knows how far it went and that more
+                -- may follow. A window that stops short of both is the end
+                -- of the order.
                 v_cap := v_gcap;
                 v_span := GREATEST(c_chunk, v_gcap / c_span);
                 OPEN v_cur FOR
-                    WITH RECURSIVE g(hi, lo, more, n, r, ids, prios, reqs, pools, queues) AS (
-                        SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk, c.ids, c.prios, c.reqs, c.pools, c.queues
-                          FROM (SELECT min(s.priority) AS lo, count(*) AS cnt,
-                                       array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
-                                       array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
-                                       array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
-                                       array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
-                                       array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
-                                  FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
+                    WITH RECURSIVE g(hi, lo, more, n, r) AS (
+                        SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk
+                          FROM (SELECT min(s.priority) AS lo, count(*) AS cnt
+                                  FROM (SELECT s.priority FROM tasks s
                                          WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                            AND s.priority < (-v_lk)::integer
                                          ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk) s) c
                         UNION ALL
-                        SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow)),
-                               c.ids, c.prios, c.reqs, c.pools, c.queues
+                        SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow))
                           FROM g
                          CROSS JOIN LATERAL (
-                             SELECT min(s.priority) AS lo, count(*) AS cnt,
-                                    array_agg(s.id ORDER BY s.priority DESC, s.id) AS ids,
-                                    array_agg(s.priority ORDER BY s.priority DESC, s.id) AS prios,
-                                    array_agg(s.required ORDER BY s.priority DESC, s.id) AS reqs,
-                                    array_agg(s.pool ORDER BY s.priority DESC, s.id) AS pools,
-                                    array_agg(s.queue ORDER BY s.priority DESC, s.id) AS queues
-                               FROM (SELECT s.id, s.priority, s.required, s.pool, s.queue FROM tasks s
+                             SELECT min(s.priority) AS lo, count(*) AS cnt
+                               FROM (SELECT s.priority FROM tasks s
                                       WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
                                         AND s.priority < g.lo
                                       ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk << LEAST(g.n, c_grow)) s) c
@@ -1139,9 +1114,10 @@ BEGIN
                                     (SELECT t.id, -t.priority::bigint, t.required, t.pool, g.more AND g.r >= v_span
                                        FROM g
                                       CROSS JOIN LATERAL (
-                                          (SELECT u.id, u.priority, u.required, u.pool
-                                             FROM unnest(g.ids, g.prios, g.reqs, g.pools, g.queues) WITH ORDINALITY AS u(id, priority, required, pool, queue, o)
-                                            WHERE u.priority > g.lo ORDER BY u.o)
+                                          (SELECT t.id, t.priority, t.required, t.pool FROM tasks t
+                                            WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                              AND t.priority > g.lo AND t.priority < g.hi
+                                            ORDER BY t.priority DESC, t.id LIMIT c_chunk << c_grow)
                                           UNION ALL
                                           (SELECT t.id, t.priority, t.required, t.pool FROM tasks t
                                             WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
