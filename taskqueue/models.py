@@ -95,6 +95,8 @@ class TaskRow(Base):
         Index("ix_tasks_claim", "queue", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
         # The same order over every queue, for a claim given no queue list (migration 0011).
         Index("ix_tasks_claim_any", "priority", "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
+        # Its descending order, (priority DESC, id), for order="max" over every queue or a list (migration 0030).
+        Index("ix_tasks_claim_desc", text("priority DESC"), "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
         # The fit levels, coarse to fine (see fit_candidate.v9.sql): each whole
         # bucket's best task in one probe. One per doubling (migration 0009):
         Index(

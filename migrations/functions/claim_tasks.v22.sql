@@ -246,29 +246,30 @@
 --    merged their windows, which end at the shortest queue's last key:
 --    0.01x the naive query over its (priority DESC, id) index at 200,000
 --    tasks, 127 ms a claim.
--- Version 22 (migration 0030): that walk over every queue in descending
---    order no longer finds each priority with a descent of its own. It reads
---    (priority DESC, id DESC) a chunk at a time (16 rows, then twice as many
---    a step, up to 256; only the priorities are read, from the index):
---    every priority above the chunk's lowest is whole in the chunk and is
---    read back in id order by one statement, the lowest in id order by one
---    more. Where every task has its own priority, a row cost two descents:
+-- Version 22 (migration 0030): a claim over every queue in descending order
+--    reads the priorities below the current one from a new index,
+--    ix_tasks_claim_desc (priority DESC, id) over every queue's claimable
+--    tasks: one plain walk in claim order, as the ascending claim reads
+--    ix_tasks_claim_any, with no descent per priority and no cap on the
+--    priorities a walk spans (version 21's budget / 64). Where every task
+--    has its own priority, version 21 paid two descents for every row:
 --    over 1,000 queues with sizes in MB and 2% fitting
---    (queues_deadlines_mb_max), 0.10x the naive query at 200,000 tasks. A
---    walk spans at most its budget / c_span (8) rows: a walk that read its
---    whole budget in chunks cost the hard shapes (queues_bytes_max,
---    queues_deadlines_max16), whose fits no walk reaches, 0.44x of version
---    21's claims/s. Gathering each chunk's rows into arrays as they were
---    read, so as not to read them twice, was slower (3.4x of version 21 on
---    queues_deadlines_mb_max against 5.8x, 0.76x on the hard shapes). And a
---    claim of one task over a list of several queues in descending order
---    looks first, as an ascending list's does: one statement reads that
---    order over every queue and keeps the listed queues' rows. A dry look
---    goes to the list's buckets and looks again from what they found, as
---    one queue's does, and the session's next claims over that list and no
---    larger an amount ask the buckets at once (hint 'dmd5:'). Before, every
---    such claim merged a window of each listed queue: over 20 of 40 queues
---    with half the tasks fitting (listed_half_max), 0.33x the naive query.
+--    (queues_deadlines_mb_max), 0.10x the naive query at 200,000 tasks.
+--    Reading (priority DESC, id DESC) a chunk at a time from
+--    ix_tasks_claim_any and each chunk's whole priorities again in id order
+--    (no new index) reached 0.51x at 1,000,000, and a row's read cost about
+--    twice the naive query's. The rest of the current priority is still
+--    read from ix_tasks_claim_any, (priority, id) > the last key, so a
+--    window that resumes inside a priority of 100,000 tasks does not read
+--    that priority's rows again. And a claim of one task over a list of
+--    several queues in descending order looks first, as an ascending
+--    list's does: one statement reads that order over every queue and
+--    keeps the listed queues' rows. A dry look goes to the list's buckets
+--    and looks again from what they found, as one queue's does, and the
+--    session's next claims over that list and no larger an amount ask the
+--    buckets at once (hint 'dmd5:'). Before, every such claim merged a
+--    window of each listed queue: over 20 of 40 queues with half the tasks
+--    fitting (listed_half_max), 0.33x the naive query.
 -- ix_tasks_claim_any has the predicate "... AND id > 0" (version 9,
 --    migration 0012), and only the statements over every queue state it, so
 --    no other statement can use that index. Every id is positive (a CHECK
@@ -402,17 +403,6 @@ DECLARE
     -- the listed queues' rows, as an ascending list's look does.
     v_ldesc boolean := p_queues IS NOT NULL AND cardinality(p_queues) > 1 AND p_descending
                        AND (p_available IS NULL OR p_available >= c_exact);
-    -- A walk over every queue in descending order finds its priorities a
-    -- chunk of rows at a time (version 22): c_chunk rows of
-    -- (priority DESC, id DESC) at first, twice as many each step after,
-    -- up to c_chunk << c_grow (256).
-    c_chunk CONSTANT integer := 16;
-    c_grow CONSTANT integer := 4;
-    -- Such a walk spans at most its budget / c_span rows (version 22): the
-    -- hard shapes, whose fits no walk reaches, pay for every row walked
-    -- before the buckets, and version 21 walked budget / 64 priorities.
-    c_span CONSTANT integer := 8;
-    v_span integer;
     v_window boolean := p_available IS NULL OR p_available >= c_exact;
     v_w record;
     v_took boolean;
@@ -633,15 +623,14 @@ BEGIN
                 -- starts only its own index scan.
                 IF v_gdesc OR v_ldesc THEN
                     -- Descending over every queue (version 21), or over a
-                    -- list, keeping its rows (version 22): the order of the
-                    -- windows (step 1), read lazily a chunk at a time
-                    -- (version 22); k1 is -priority, so the keys ascend as
-                    -- in the other order. The chunks span at most v_look /
-                    -- c_span rows; the look read all it may when it read
-                    -- v_look rows or its chunks reached that span with more
-                    -- to come (capped), else the order ended; its last key
-                    -- is then the largest read.
-                    v_span := GREATEST(c_chunk, v_look / c_span);
+                    -- list, keeping its rows (version 22): the rest of the
+                    -- current priority from ix_tasks_claim_any, then the
+                    -- lower ones from ix_tasks_claim_desc (priority DESC,
+                    -- id), a plain walk as in the other order (version 22);
+                    -- k1 is -priority, so the keys ascend as in the other
+                    -- order. It read all it may when it read v_look rows,
+                    -- else the order ended; its last key is then the
+                    -- largest read.
                     SELECT array_agg(y.id ORDER BY y.k1, y.id) FILTER (WHERE NOT y.full),
                            count(*),
                            (max(ARRAY[y.k1, y.id]))[1], (max(ARRAY[y.k1, y.id]))[2],
@@ -650,45 +639,19 @@ BEGIN
                            array_agg(y.id) FILTER (WHERE y.full),
                            array_agg(y.pool) FILTER (WHERE y.full),
                            CASE WHEN count(*) = 0 THEN
-                               (SELECT CASE WHEN count(*) >= v_look OR bool_or(e.capped)
+                               (SELECT CASE WHEN count(*) >= v_look
                                             THEN max(ARRAY[e.k1, e.id]) END
                                   FROM (SELECT z.* FROM (
-                                           WITH RECURSIVE g(hi, lo, more, n, r) AS (
-                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk
-                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt
-                                                         FROM (SELECT s.priority FROM tasks s
-                                                                WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
-                                                                  AND s.priority < (-v_lk)::integer
-                                                                ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk) s) c
-                                               UNION ALL
-                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow))
-                                                 FROM g
-                                                CROSS JOIN LATERAL (
-                                                    SELECT min(s.priority) AS lo, count(*) AS cnt
-                                                      FROM (SELECT s.priority FROM tasks s
-                                                             WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
-                                                               AND s.priority < g.lo
-                                                             ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk << LEAST(g.n, c_grow)) s) c
-                                                WHERE g.more AND g.r < v_span)
-                                           (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool, t.queue, false AS capped FROM tasks t
+                                           (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool, t.queue FROM tasks t
                                              WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
                                                AND (t.priority, t.id) > ((-v_lk)::integer, v_lid)
                                                AND t.priority <= (-v_lk)::integer
                                              ORDER BY t.priority, t.id LIMIT v_look)
                                            UNION ALL
-                                           (SELECT t.id, -t.priority::bigint, t.required, t.pool, t.queue, g.more AND g.r >= v_span
-                                              FROM g
-                                             CROSS JOIN LATERAL (
-                                                 (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
-                                                   WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                                     AND t.priority > g.lo AND t.priority < g.hi
-                                                   ORDER BY t.priority DESC, t.id LIMIT c_chunk << c_grow)
-                                                 UNION ALL
-                                                 (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
-                                                   WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                                     AND t.priority >= g.lo AND t.priority <= g.lo
-                                                   ORDER BY t.priority, t.id LIMIT v_look)) t
-                                             WHERE g.lo IS NOT NULL)) z
+                                           (SELECT t.id, -t.priority::bigint, t.required, t.pool, t.queue FROM tasks t
+                                             WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                               AND t.priority < (-v_lk)::integer
+                                             ORDER BY t.priority DESC, t.id LIMIT v_look)) z
                                          LIMIT v_look) e) END
                       INTO v_cands, v_nfit, v_hk, v_hid, v_pk, v_pid, v_fulls, v_fpools, v_end_key
                       FROM (SELECT x.id, x.k1, x.pool,
@@ -697,42 +660,16 @@ BEGIN
                                                          WHERE p.name = x.pool AND p.running_limit IS NOT NULL
                                                            AND p.running >= p.running_limit)) AS full
                                       FROM (SELECT z.* FROM (
-                                           WITH RECURSIVE g(hi, lo, more, n, r) AS (
-                                               SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk
-                                                 FROM (SELECT min(s.priority) AS lo, count(*) AS cnt
-                                                         FROM (SELECT s.priority FROM tasks s
-                                                                WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
-                                                                  AND s.priority < (-v_lk)::integer
-                                                                ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk) s) c
-                                               UNION ALL
-                                               SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow))
-                                                 FROM g
-                                                CROSS JOIN LATERAL (
-                                                    SELECT min(s.priority) AS lo, count(*) AS cnt
-                                                      FROM (SELECT s.priority FROM tasks s
-                                                             WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
-                                                               AND s.priority < g.lo
-                                                             ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk << LEAST(g.n, c_grow)) s) c
-                                                WHERE g.more AND g.r < v_span)
-                                           (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool, t.queue, false AS capped FROM tasks t
+                                           (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool, t.queue FROM tasks t
                                              WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
                                                AND (t.priority, t.id) > ((-v_lk)::integer, v_lid)
                                                AND t.priority <= (-v_lk)::integer
                                              ORDER BY t.priority, t.id LIMIT v_look)
                                            UNION ALL
-                                           (SELECT t.id, -t.priority::bigint, t.required, t.pool, t.queue, g.more AND g.r >= v_span
-                                              FROM g
-                                             CROSS JOIN LATERAL (
-                                                 (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
-                                                   WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                                     AND t.priority > g.lo AND t.priority < g.hi
-                                                   ORDER BY t.priority DESC, t.id LIMIT c_chunk << c_grow)
-                                                 UNION ALL
-                                                 (SELECT t.id, t.priority, t.required, t.pool, t.queue FROM tasks t
-                                                   WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                                     AND t.priority >= g.lo AND t.priority <= g.lo
-                                                   ORDER BY t.priority, t.id LIMIT v_look)) t
-                                             WHERE g.lo IS NOT NULL)) z
+                                           (SELECT t.id, -t.priority::bigint, t.required, t.pool, t.queue FROM tasks t
+                                             WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                               AND t.priority < (-v_lk)::integer
+                                             ORDER BY t.priority DESC, t.id LIMIT v_look)) z
                                              LIMIT v_look) x
                                      WHERE x.required <= v_remaining AND (v_gdesc OR x.queue = ANY (v_queues))
                                      LIMIT c_head) y;
@@ -1073,59 +1010,28 @@ BEGIN
                      WHERE (w.required <= v_remaining AND (v_global OR w.queue = ANY (v_queues))) OR w.rn = v_gcap;
             ELSIF v_gdesc THEN
                 -- Every queue, descending (version 21): the rest of the
-                -- current priority after the last key, then the lower
-                -- priorities a chunk of ix_tasks_claim_any at a time
-                -- (version 22), each in id order. The recursive statement
-                -- is read lazily, so the window stops at v_gcap rows, or when
-                -- its chunks span v_gcap / c_span rows with more to come:
-                -- the last chunk's rows come through as the last (rn =
-                -- v_gcap), so the walk knows how far it went and that more
-                -- may follow. A window that stops short of both is the end
-                -- of the order.
+                -- current priority after the last key, from
+                -- ix_tasks_claim_any, then the lower priorities in claim
+                -- order from ix_tasks_claim_desc (version 22), read lazily
+                -- up to v_gcap rows. A window that stops short of them is
+                -- the end of the order.
                 v_cap := v_gcap;
-                v_span := GREATEST(c_chunk, v_gcap / c_span);
                 OPEN v_cur FOR
-                    WITH RECURSIVE g(hi, lo, more, n, r) AS (
-                        SELECT (-v_lk)::integer, c.lo, c.cnt >= c_chunk, 1, c_chunk
-                          FROM (SELECT min(s.priority) AS lo, count(*) AS cnt
-                                  FROM (SELECT s.priority FROM tasks s
-                                         WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
-                                           AND s.priority < (-v_lk)::integer
-                                         ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk) s) c
-                        UNION ALL
-                        SELECT g.lo, c.lo, c.cnt >= c_chunk << LEAST(g.n, c_grow), g.n + 1, g.r + (c_chunk << LEAST(g.n, c_grow))
-                          FROM g
-                         CROSS JOIN LATERAL (
-                             SELECT min(s.priority) AS lo, count(*) AS cnt
-                               FROM (SELECT s.priority FROM tasks s
-                                      WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0
-                                        AND s.priority < g.lo
-                                      ORDER BY s.priority DESC, s.id DESC LIMIT c_chunk << LEAST(g.n, c_grow)) s) c
-                         WHERE g.more AND g.r < v_span)
-                    SELECT w.id, w.k1, w.required, w.pool, CASE WHEN w.last THEN v_gcap::bigint ELSE w.rn END AS rn,
+                    SELECT w.id, w.k1, w.required, w.pool, w.rn,
                            (w.pool IS NOT NULL AND EXISTS (SELECT 1 FROM pools p WHERE p.name = w.pool AND p.running_limit IS NOT NULL
                                                              AND p.running >= p.running_limit)) AS seen_full
                       FROM (SELECT x.*, row_number() OVER () AS rn
-                              FROM ((SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool, false AS last FROM tasks t
+                              FROM ((SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool FROM tasks t
                                       WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
                                         AND (t.priority, t.id) > ((-v_lk)::integer, v_lid) AND t.priority <= (-v_lk)::integer
                                       ORDER BY t.priority, t.id LIMIT v_gcap)
                                     UNION ALL
-                                    (SELECT t.id, -t.priority::bigint, t.required, t.pool, g.more AND g.r >= v_span
-                                       FROM g
-                                      CROSS JOIN LATERAL (
-                                          (SELECT t.id, t.priority, t.required, t.pool FROM tasks t
-                                            WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                              AND t.priority > g.lo AND t.priority < g.hi
-                                            ORDER BY t.priority DESC, t.id LIMIT c_chunk << c_grow)
-                                          UNION ALL
-                                          (SELECT t.id, t.priority, t.required, t.pool FROM tasks t
-                                            WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                              AND t.priority >= g.lo AND t.priority <= g.lo
-                                            ORDER BY t.priority, t.id LIMIT v_gcap)) t
-                                      WHERE g.lo IS NOT NULL)
+                                    (SELECT t.id, -t.priority::bigint, t.required, t.pool FROM tasks t
+                                      WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                        AND t.priority < (-v_lk)::integer
+                                      ORDER BY t.priority DESC, t.id LIMIT v_gcap)
                                     LIMIT v_gcap) x) w
-                     WHERE w.required <= v_remaining OR w.rn = v_gcap OR w.last;
+                     WHERE w.required <= v_remaining OR w.rn = v_gcap;
             ELSIF cardinality(v_queues) = 1 THEN
                 IF v_again AND p_descending AND p_limit = 1 AND NOT p_peek THEN
                     -- After a lost row, one task (version 18): the next
