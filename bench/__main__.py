@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dsn", default=common.DEFAULT_DSN, help="libpq DSN (database created if missing)")
     parser.add_argument("--churn-rows", type=int, default=None, help="report only: size of the churn run")
     parser.add_argument("--only", default=None,
-                        help="shapes, versions, instructions: comma-separated shape names; scheduling: drain or real")
+                        help="shapes, versions, instructions: comma-separated shape names; scheduling: drain or real; "
+                             "enqueue: index_cost")
     parser.add_argument("--old", default=None,
                         help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10 "
                              "(versions: several, comma-separated); stale: older function files, comma-separated")

@@ -4,10 +4,13 @@
 into the same table; single ``enqueue`` against a bare single-row
 INSERT + COMMIT into the same table (target: 80%); the peers' batch and
 single enqueue through their own APIs; all in one run, one client.
+``--only index_cost``: enqueue_many with and without the descending claim
+index (migration 0030), alternating rounds.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any
 
@@ -54,7 +57,58 @@ def _bare_inserts(dsn: str, n: int) -> float:
         return time.perf_counter() - t0
 
 
+#: ``--only index_cost``: enqueue_many with and without ix_tasks_claim_desc
+#: (migration 0030), alternating, so both see the same disk and the same table growth.
+INDEX_ROUNDS = 3
+DESC_INDEX = ("CREATE INDEX ix_tasks_claim_desc ON tasks (priority DESC, id) "
+              "WHERE state = 'queued' AND NOT parked AND id > 0")
+
+
+def _set_desc_index(dsn: str, present: bool) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', %s, false)", (f'"{SCHEMA}"',))
+        conn.execute("TRUNCATE tasks CASCADE")
+        conn.execute("DROP INDEX IF EXISTS ix_tasks_claim_desc")
+        if present:
+            conn.execute(DESC_INDEX)
+
+
+def index_cost(opts: common.Options) -> dict[str, Any]:
+    """enqueue_many's rate with the descending claim index and without it, for
+    tasks of one priority (the target's batch) and of 1,000 (inserts spread
+    over every priority-led index)."""
+    n = opts.rows or DEFAULT_ROWS
+    tq = common.fresh_queue(opts.dsn, SCHEMA)
+    kinds = {"one_priority": [{"payload": None}] * BATCH,
+             "spread_priorities": [{"payload": None, "priority": i % 1000} for i in range(BATCH)]}
+    result: dict[str, Any] = {"scenario": "enqueue", "only": "index_cost", "rows": n, "batch": BATCH}
+    with common.progress() as bar:
+        for kind, specs in kinds.items():
+            rates: dict[str, list[float]] = {"with": [], "without": []}
+            for r in range(INDEX_ROUNDS):
+                for side in (("with", "without") if r % 2 == 0 else ("without", "with")):
+                    _set_desc_index(opts.dsn, side == "with")
+                    tq.enqueue_many(specs[:100])  # warm up the pool and the statement
+                    t = bar.add_task(f"{kind}, {side} the index, round {r + 1}", total=n)
+                    t0 = time.perf_counter()
+                    done = 0
+                    while done < n:
+                        k = min(BATCH, n - done)
+                        tq.enqueue_many(specs[:k])
+                        done += k
+                        bar.update(t, completed=done)
+                    rates[side].append(n / (time.perf_counter() - t0))
+            with_, without = statistics.median(rates["with"]), statistics.median(rates["without"])
+            result[kind] = {"rounds": rates, "with_per_second": with_, "without_per_second": without,
+                            "ratio": with_ / without}
+    tq.close()
+    common.drop_schema(opts.dsn, SCHEMA)
+    return result
+
+
 def run(opts: common.Options) -> dict[str, Any]:
+    if opts.only == "index_cost":
+        return index_cost(opts)
     n = opts.rows or DEFAULT_ROWS
     singles = min(SINGLES, n)
     dsn = opts.dsn
