@@ -6,7 +6,8 @@ window ends at the shortest queue's last key, so over 1,000 queues it read a
 few rows for a probe of every queue: 127 ms a claim at 200,000 tasks, 0.01x
 the naive query. v21 reads ix_tasks_claim_any, one descent per priority, and
 lists queues only when its walk has gone as far as their buckets are worth;
-v22 reads that order a chunk at a time, so where every task has its own
+v22 reads the priorities below the current one from ix_tasks_claim_desc
+(priority DESC, id), one plain walk, so where every task has its own
 priority a row no longer costs two descents.
 It must still take exactly what the plain rule takes (tests/test_claim_exact.py's
 reference): single claims and batches, pools full and open, rows locked
@@ -207,10 +208,10 @@ def _seed_deadlines(conn: psycopg.Connection, dsn: str) -> None:
 
 
 @pytest.mark.parametrize("limit", [1, 10])
-def test_a_descending_walk_over_distinct_priorities_reads_chunks(dsn: str, limit: int) -> None:
-    """Where every task has its own priority, the walk finds its priorities
-    a chunk of the order at a time (v22), not one descent each: v21 read
-    two descents of ix_tasks_claim_any for every row its walk passed."""
+def test_a_descending_walk_over_distinct_priorities_is_one_walk(dsn: str, limit: int) -> None:
+    """Where every task has its own priority, the walk reads them in one
+    index walk (v22): v21 read two descents of ix_tasks_claim_any for every
+    row its walk passed."""
     with psycopg.connect(dsn) as conn:
         _seed_deadlines(conn, dsn)
         expected = _expected(conn, 20000, limit)
