@@ -52,13 +52,7 @@ BOUNDARY_FITS = {"bytes_boundary": 0.01, "bytes_boundary_max": 0.01}
 # The two descending ones (queues_bytes_max, queues_deadlines_max16) walk
 # the same way, each priority a descent counted as 64 rows read; in bytes
 # each queue's boundary costs more too.
-# queues_deadlines_mb_max (every task its own priority, sizes in MB, 2% fit,
-# order="max", 1,000 queues) is dense at first, but rows / 400 claims leave
-# a pile of the 98% too big at the head (24,500 rows at 200k), and its steady
-# claim then asks the buckets of every queue: 7,346 buffers there, where the
-# naive query walks the pile in 481.
-PER_QUEUE = {"queues_bytes": 250, "queues_falling": 150, "queues_bytes_max": 450, "queues_deadlines_max16": 150,
-             "queues_deadlines_mb_max": 20}
+PER_QUEUE = {"queues_bytes": 250, "queues_falling": 150, "queues_bytes_max": 450, "queues_deadlines_max16": 150}
 # Neither kind is bounded by a constant, nor is it 10 times below the naive query in buffers.
 NOT_CONSTANT = set(BOUNDARY_FITS) | set(PER_QUEUE)
 # A claim of 100 over many queues, with no queue list, whose amount shrinks as
@@ -68,8 +62,8 @@ NOT_CONSTANT = set(BOUNDARY_FITS) | set(PER_QUEUE)
 # about this many buffers per queue in all. Its single claims stay under BUDGET.
 # The same holds for a list in descending order (listed_mb_half_max, 20 of 40
 # queues: 24,726 buffers at 200k, 12,098 at 10k), whose batches merge a window
-# of each listed queue, and for queues_deadlines_mb_max (43,256 at 200k).
-BATCH_PER_QUEUE = {"queues_mb_half_max": 400, "listed_mb_half_max": 400, "queues_deadlines_mb_max": 40}
+# of each listed queue.
+BATCH_PER_QUEUE = {"queues_mb_half_max": 400, "listed_mb_half_max": 400}
 SETTLE = 400  # rows per claim + done loop before the steady-state claim is measured (500 at 200k)
 
 
