@@ -27,8 +27,8 @@ from tests.test_claim_exact import claims_match_the_reference, reference, snapsh
 from tests.test_claim_plan import _calls_in_transaction, _function_calls, explain
 
 QUEUES = [f"q{i:03d}" for i in range(150)]
-# Buffers a claim may read over 20,000 tasks, each its own priority (v22: 57 and 2,686; v21: 940 and 197,749).
-BUDGET_DISTINCT = {1: 250, 10: 10_000}
+# Buffers a claim may read over 20,000 tasks, each its own priority (v22: 28 and 1,661; v21: 940 and 197,749).
+BUDGET_DISTINCT = {1: 150, 10: 6_000}
 
 
 def piles(rng: random.Random, n: int, *, distinct: bool) -> list[Any]:
