@@ -57,6 +57,20 @@ def _bare_inserts(dsn: str, n: int) -> float:
         return time.perf_counter() - t0
 
 
+def _timed_enqueue_many(tq: Any, specs: list[dict[str, Any]], n: int, bar: Any, label: str) -> float:
+    """Seconds to enqueue ``n`` tasks in batches of BATCH, after a small warm-up batch."""
+    tq.enqueue_many(specs[:100])  # warm up the pool and the statement
+    t = bar.add_task(label, total=n)
+    t0 = time.perf_counter()
+    done = 0
+    while done < n:
+        k = min(BATCH, n - done)
+        tq.enqueue_many(specs[:k])
+        done += k
+        bar.update(t, completed=done)
+    return time.perf_counter() - t0
+
+
 #: ``--only index_cost``: enqueue_many with and without ix_tasks_claim_desc
 #: (migration 0030), alternating, so both see the same disk and the same table growth.
 INDEX_ROUNDS = 3
@@ -88,16 +102,8 @@ def index_cost(opts: common.Options) -> dict[str, Any]:
             for r in range(INDEX_ROUNDS):
                 for side in (("with", "without") if r % 2 == 0 else ("without", "with")):
                     _set_desc_index(opts.dsn, side == "with")
-                    tq.enqueue_many(specs[:100])  # warm up the pool and the statement
-                    t = bar.add_task(f"{kind}, {side} the index, round {r + 1}", total=n)
-                    t0 = time.perf_counter()
-                    done = 0
-                    while done < n:
-                        k = min(BATCH, n - done)
-                        tq.enqueue_many(specs[:k])
-                        done += k
-                        bar.update(t, completed=done)
-                    rates[side].append(n / (time.perf_counter() - t0))
+                    seconds = _timed_enqueue_many(tq, specs, n, bar, f"{kind}, {side} the index, round {r + 1}")
+                    rates[side].append(n / seconds)
             with_, without = statistics.median(rates["with"]), statistics.median(rates["without"])
             result[kind] = {"rounds": rates, "with_per_second": with_, "without_per_second": without,
                             "ratio": with_ / without}
@@ -115,16 +121,7 @@ def run(opts: common.Options) -> dict[str, Any]:
     tq = common.fresh_queue(dsn, SCHEMA)
     specs = [{"payload": None}] * BATCH
     with common.progress() as bar:
-        t = bar.add_task("enqueue_many", total=n)
-        tq.enqueue_many(specs[:100])  # warm up the pool and the statement
-        t0 = time.perf_counter()
-        done = 0
-        while done < n:
-            k = min(BATCH, n - done)
-            tq.enqueue_many(specs[:k])
-            done += k
-            bar.update(t, completed=done)
-        many = time.perf_counter() - t0
+        many = _timed_enqueue_many(tq, specs, n, bar, "enqueue_many")
         t = bar.add_task("COPY", total=1)
         copy = _copy(dsn, n)
         bar.update(t, completed=1)
