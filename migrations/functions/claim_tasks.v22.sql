@@ -638,7 +638,8 @@ BEGIN
                     -- lower ones from ix_tasks_claim_desc (priority DESC,
                     -- id), a plain walk as in the other order (version 22);
                     -- k1 is -priority, so the keys ascend as in the other
-                    -- order. It read all it may when it read v_look rows,
+                    -- order. It read all it may when it read v_dlook rows
+                    -- (its budget; a quarter of it over every queue, c_span),
                     -- else the order ended; its last key is then the
                     -- largest read.
                     v_dlook := CASE WHEN v_gdesc THEN GREATEST(c_head, v_look / c_span) ELSE v_look END;
