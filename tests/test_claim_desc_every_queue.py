@@ -24,7 +24,7 @@ import pytest
 
 from taskqueue import TaskQueue
 from tests.test_claim_exact import claims_match_the_reference, reference, snapshot
-from tests.test_claim_plan import _calls_in_transaction, _function_calls, explain
+from tests.test_claim_plan import _calls_in_transaction, _function_calls, explain, third_run
 
 QUEUES = [f"q{i:03d}" for i in range(150)]
 # Buffers a claim may read over 20,000 tasks, each its own priority (v22: 28 and 1,661; v21: 940 and 197,749).
@@ -99,16 +99,6 @@ def _expected(conn: psycopg.Connection, available: int | None, limit: int) -> li
     return expected
 
 
-def _third_run(conn: psycopg.Connection, sql: str) -> tuple[int, int, list[int]]:
-    """Buffers and rows of the claim's third run under EXPLAIN (the first two plan and warm up), then its ids."""
-    explain(conn, sql)
-    explain(conn, sql)
-    buffers, plan = explain(conn, sql)
-    got = [r[0] for r in conn.execute(sql.replace("*", "id")).fetchall()]
-    conn.rollback()
-    return buffers, int(plan["Actual Rows"]), got
-
-
 @pytest.mark.parametrize("available,limit", [(500, 1), (500, 20), (None, 1), (None, 20)])
 def test_a_descending_claim_over_every_queue_reads_one_head(dsn: str, available: int | None, limit: int) -> None:
     """A dense head over 2,000 queues costs what it costs over one: v20
@@ -118,7 +108,7 @@ def test_a_descending_claim_over_every_queue_reads_one_head(dsn: str, available:
         expected = _expected(conn, available, limit)
         sql = "SELECT * FROM claim_tasks(%s, %s, NULL, 'w', 60, true)" % (
             "NULL" if available is None else available, limit)
-        buffers, rows, got = _third_run(conn, sql)
+        buffers, rows, got = third_run(conn, sql)
     assert got == expected
     assert rows == len(expected) > 0
     assert buffers < 60 + 15 * limit, f"{buffers} buffers for a descending claim of {limit} over 2,000 queues"
@@ -222,7 +212,7 @@ def test_a_descending_walk_over_distinct_priorities_is_one_walk(dsn: str, limit:
         _seed_deadlines(conn, dsn)
         expected = _expected(conn, 20000, limit)
         sql = f"SELECT * FROM claim_tasks(20000, {limit}, NULL, 'w', 60, true)"
-        buffers, rows, got = _third_run(conn, sql)
+        buffers, rows, got = third_run(conn, sql)
     assert got == expected
     assert rows == len(expected) > 0
     assert buffers < BUDGET_DISTINCT[limit], f"{buffers} buffers for a descending claim of {limit}"

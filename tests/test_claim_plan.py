@@ -63,6 +63,16 @@ def explain(conn: psycopg.Connection, sql: str) -> tuple[int, dict[str, Any]]:
     return shared_buffers(plan), plan
 
 
+def third_run(conn: psycopg.Connection, sql: str) -> tuple[int, int, list[int]]:
+    """Buffers and rows of the claim's third run under EXPLAIN (the first two plan and warm up), then its ids."""
+    explain(conn, sql)
+    explain(conn, sql)
+    buffers, plan = explain(conn, sql)
+    got = [r[0] for r in conn.execute(sql.replace("*", "id")).fetchall()]
+    conn.rollback()
+    return buffers, int(plan["Actual Rows"]), got
+
+
 CLAIM = "SELECT * FROM claim_tasks(%s, 1, %s, 'plan-test', 60, %s)"
 FITS = (
     "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
