@@ -35,6 +35,7 @@ from typing import Any
 import psycopg
 
 from . import common, peers
+from .cpu_use import CpuUse
 
 SCHEMA = "bench_drain"
 DEFAULT_ROWS = 20_000
@@ -250,9 +251,11 @@ def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[
     workers = Workers.start(side.command(cell), cell.processes, cell.handler)
     try:
         with _connect(side.dsn, side.search_path) as conn:
+            use = CpuUse([p.pid for p in workers.procs])
             bar.update(task, description=cell.label, completed=0, total=n)
             side.enqueue(n)
             start = time.perf_counter()
+            before = use.read()
             next_show = start
             while True:
                 now = time.perf_counter()
@@ -261,6 +264,7 @@ def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[
                     next_show = now + 0.25
                 if not conn.execute(side.left_sql).fetchone()[0]:
                     elapsed = time.perf_counter() - start
+                    after = use.read()
                     break
                 if now - start > 600:
                     raise RuntimeError(f"{cell.label}: not drained after 600 s")
@@ -271,7 +275,7 @@ def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[
         workers.stop()
     if done != n:
         raise RuntimeError(f"{cell.label}: {done} of {n} jobs recorded done")
-    return {"jobs": done, "seconds": elapsed, "per_second": done / elapsed}
+    return {"jobs": done, "seconds": elapsed, "per_second": done / elapsed, "cpu": use.per_job(before, after, done)}
 
 
 # -- latency ------------------------------------------------------------------
@@ -385,6 +389,15 @@ def enqueue_check(dsn: str, pgq: Pgq | None, rounds: int = 7, single: int = 300,
 
 
 # -- the whole run ------------------------------------------------------------
+def _median_cpu(readings: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each CPU figure's median over a cell's rounds (None where /proc could not tell)."""
+    out: dict[str, Any] = {}
+    for key in readings[0]:
+        values = [r[key] for r in readings if r[key] is not None]
+        out[key] = round(statistics.median(values), 2) if values else None
+    return out
+
+
 def best_of(figures: dict[str, dict[str, Any]], library: str, handler: str, processes: int) -> dict[str, Any]:
     mine = [f for f in figures.values()
             if f["library"] == library and f["handler"] == handler and f["processes"] == processes]
@@ -425,7 +438,7 @@ def run(opts: common.Options) -> dict[str, Any]:
     for cell, runs in samples.items():
         rates = [s["per_second"] for s in runs]
         figures[cell.label] = {**cell.as_dict(), "jobs": runs[0]["jobs"], "per_second": statistics.median(rates),
-                               "rounds": rates}
+                               "rounds": rates, "cpu": _median_cpu([s["cpu"] for s in runs])}
     table = []
     for handler in handlers:
         for processes in (1, 2):
@@ -437,7 +450,8 @@ def run(opts: common.Options) -> dict[str, Any]:
                         got = pick(figures, library, peer, processes)
                     except (StopIteration, ValueError):  # a subset of the cells was run (BENCH_FILTER)
                         continue
-                    row[f"{library}_{kind}"] = {"per_second": got["per_second"], "settings": got["settings"]}
+                    row[f"{library}_{kind}"] = {"per_second": got["per_second"], "settings": got["settings"],
+                                                "cpu": got.get("cpu")}
                 if f"taskqueue_{kind}" in row and f"pgqueuer_{kind}" in row:
                     row[f"ratio_{kind}"] = common.ratio(row[f"taskqueue_{kind}"]["per_second"],
                                                         row[f"pgqueuer_{kind}"]["per_second"])
@@ -508,4 +522,26 @@ def markdown(result: dict[str, Any]) -> str:
             lat = result["latency"][phase]
             lines.append(f"| {phase} | {lat['n']} | {lat['p50_ms']:.1f} ms | {lat['p90_ms']:.1f} ms "
                          f"| {lat['p99_ms']:.1f} ms |")
+    lines += cpu_lines(result)
     return "\n".join(lines)
+
+
+def cpu_lines(result: dict[str, Any]) -> list[str]:
+    """Where the CPU went in the defaults and best cells (medians over the rounds; see bench/cpu_use.py)."""
+
+    def show(value: Any, unit: str = "") -> str:
+        return "–" if value is None else f"{value:,}{unit}"
+
+    lines = ["", "| handler | processes | cell | jobs/s | cores busy | worker CPU a job | server CPU a job "
+             "| worker context switches a job |", "|---|---|---|---|---|---|---|---|"]
+    for row in result["table"]:
+        for kind in ("defaults", "best"):
+            for library in ("taskqueue", "pgqueuer"):
+                got = row.get(f"{library}_{kind}")
+                if got is None or not got.get("cpu"):
+                    continue
+                cpu = got["cpu"]
+                lines.append(f"| {row['handler']} | {row['processes']} | {library} {kind} | {got['per_second']:,.0f} "
+                             f"| {show(cpu['cores_busy'])} | {show(cpu['worker_us_per_job'], ' µs')} "
+                             f"| {show(cpu['server_us_per_job'], ' µs')} | {show(cpu['worker_switches_per_job'])} |")
+    return lines if len(lines) > 3 else []

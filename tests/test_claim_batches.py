@@ -64,6 +64,34 @@ def test_a_put_off_claim_is_due_when_the_waiting_drop_to_the_runway(tq: TaskQueu
     assert not cap.put_off()
 
 
+def test_a_finished_handler_does_not_wake_a_put_off_claim(tq: TaskQueue) -> None:
+    """While a claim is put off, only begin() wakes the claimer (at the runway); a freed thread does not.
+
+    Woken for every finished handler, the claimer looked, put the claim off
+    again and slept: with async CPU-bound handlers, 0.72 voluntary context
+    switches a task on its thread alone (docs/performance.md, Drain).
+    """
+    tq.enqueue_many([{"payload": i} for i in range(14)])
+    tasks = tq.claim_many(limit=14, worker="batch-test")
+    woken: list[bool] = []
+    cap = Capacity(None, 4, on_free=lambda: woken.append(True))
+    _paced(cap.pace)
+    runway = cap.pace.runway()
+    assert runway is not None and runway < 10
+    cap.add_all(tasks[: runway + 4], time.monotonic())
+    assert cap.put_off()
+    cap.begin(tasks[0])
+    cap.start_finishing(tasks[0])
+    assert not woken  # three more than the runway still wait: nothing to claim yet
+    for task in tasks[1:4]:
+        cap.begin(task)
+    assert woken == [True]  # due at the runway
+    cap.start_finishing(tasks[1])
+    assert woken == [True, True]  # no longer put off: a freed thread wakes the claimer again
+    cap.remove_all([tasks[0], tasks[1]])
+    assert woken == [True, True, True]  # a recorded outcome always does
+
+
 def test_a_low_claim_ahead_limit_still_leaves_batches(tq: TaskQueue) -> None:
     tq.enqueue_many([{"payload": i} for i in range(4)])
     tasks = tq.claim_many(limit=4, worker="batch-test")
@@ -178,6 +206,40 @@ def test_a_pooled_outcome_ends_the_wait(tq: TaskQueue, monkeypatch: Any) -> None
     batch, stop = completer._gather(new_report(plain[1], "batch-test"))
     assert time.monotonic() - started < WAIT and not stop
     assert [r.task.id for r in batch] == [plain[1].id, pooled.id]
+
+
+def test_the_wait_for_company_is_one_sleep_that_keeps_what_arrives(tq: TaskQueue, monkeypatch: Any) -> None:
+    """Plain outcomes that arrive during the wait join the batch without ending it; a pooled one ends it."""
+    from taskqueue.worker import completer as completer_mod
+
+    tq.set_pool_limit("net", 5)
+    tq.enqueue_many([{"payload": i} for i in range(3)])
+    tq.enqueue({"pooled": True}, pool="net")
+    tasks = tq.claim_many(limit=4, worker="batch-test")
+    plain = [t for t in tasks if t.pool is None]
+    pooled = next(t for t in tasks if t.pool is not None)
+    cap = Capacity(None, 4, on_free=lambda: None)
+    cap.add_all(tasks, time.monotonic())
+    completer = _completer(tq, cap)
+    monkeypatch.setattr(completer_mod, "COALESCE_SECONDS", 0.3)
+    later = threading.Timer(0.05, completer.submit, (new_report(plain[1], "batch-test"),))
+    later.start()
+    started = time.monotonic()
+    batch, stop = completer._gather(new_report(plain[0], "batch-test"))
+    later.join()
+    assert time.monotonic() - started >= 0.3 and not stop  # the plain outcome did not cut the wait short
+    assert [r.task.id for r in batch] == [plain[0].id, plain[1].id]  # and joined the batch
+    monkeypatch.setattr(completer_mod, "COALESCE_SECONDS", 60.0)  # a wait nobody would sit out
+    later = threading.Timer(0.05, completer.submit, (new_report(pooled, "batch-test"),))
+    later.start()
+    started = time.monotonic()
+    batch, stop = completer._gather(new_report(plain[2], "batch-test"))
+    later.join()
+    assert time.monotonic() - started < WAIT and not stop  # its pool slot ended the wait
+    assert [r.task.id for r in batch] == [plain[2].id, pooled.id]
+    completer._urgent.set()  # left set by an earlier pooled outcome: the next wait ends at once, nothing lost
+    batch, stop = completer._gather(new_report(plain[0], "batch-test"))
+    assert [r.task.id for r in batch] == [plain[0].id] and not stop
 
 
 def test_a_worker_of_short_handlers_claims_and_records_in_batches(tq: TaskQueue) -> None:

@@ -200,7 +200,10 @@ class Capacity:
             if entry.hold is Hold.RUNNING:
                 entry.hold = Hold.FINISHING
             hold = entry.hold
-        self._on_free()  # a thread is free: the claimer may fill it while the outcome is recorded
+            resume = self._resume[entry.kind]
+            put_off = resume is not None and self._waiting[entry.kind] > resume
+        if not put_off:  # a put-off claim is woken by begin() once the claims waiting drop to its runway
+            self._on_free()  # a thread is free: the claimer may fill it while the outcome is recorded
         return hold
 
     def lose(self, task: Task) -> bool:

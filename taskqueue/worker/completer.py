@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import queue as queue_mod
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -65,13 +66,17 @@ class Completer(Service):
         self._done: Counter[str] = Counter()
         self._summary_at = time.monotonic()
         self._inbox: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
+        self._urgent = threading.Event()  # ends a batch's wait for company: a pool slot to free, or a stop
 
     def submit(self, report: Report) -> None:
         self._inbox.put(report)
+        if report.task.pool is not None:
+            self._urgent.set()  # after the put: the batch that wakes for it finds it
 
     def interrupt(self) -> None:
         """Record what is waiting, then end the loop."""
         self._inbox.put(_STOP)
+        self._urgent.set()
 
     def run(self) -> None:
         try:
@@ -90,21 +95,33 @@ class Completer(Service):
                 return
 
     def _gather(self, first: Report) -> tuple[list[Report], bool]:
-        """The batch that ``first`` opens, and whether the stop came meanwhile."""
+        """The batch that ``first`` opens, and whether the stop came meanwhile.
+
+        The wait for company is one sleep, cut short only by an outcome that
+        holds a pool slot (or a stop); what arrived meanwhile is taken after it.
+        """
         batch = [first]
-        until = time.monotonic() + COALESCE_SECONDS if self._may_wait(first) else 0.0
+        stop, urgent = self._take_waiting(batch)
+        if stop or urgent or len(batch) >= MAX_BATCH or not self._may_wait(first):
+            return batch, stop
+        self._urgent.wait(COALESCE_SECONDS)
+        self._urgent.clear()  # a submit after this finds its report taken below, or ends the next wait
+        stop, _ = self._take_waiting(batch)
+        return batch, stop
+
+    def _take_waiting(self, batch: list[Report]) -> tuple[bool, bool]:
+        """Add what waits in the inbox (up to MAX_BATCH): (the stop came, a pool slot is among them)."""
+        urgent = False
         while len(batch) < MAX_BATCH:
-            wait = until - time.monotonic()
             try:
-                item = self._inbox.get(timeout=wait) if wait > 0 else self._inbox.get_nowait()
+                item = self._inbox.get_nowait()
             except queue_mod.Empty:
                 break
             if item is _STOP:
-                return batch, True
+                return True, urgent
             batch.append(item)
-            if item.task.pool is not None:
-                until = 0.0  # a pool slot to free: write what is here now
-        return batch, False
+            urgent = urgent or item.task.pool is not None
+        return False, urgent
 
     def _may_wait(self, first: Report) -> bool:
         """Whether the batch may wait for company: more outcomes will come, and nobody waits on this commit."""
