@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import queue as queue_mod
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from ..task import Task
 from .capacity import SYNC, Capacity, Hold, Kind
 from .completer import Completer
+from .inbox import Inbox
 from .outcome import Report, check_result, handler_raised, new_report, no_handler
 from .service import Service, WorkerSignals
 
@@ -113,7 +113,7 @@ class Executor(Service):
         self.outcomes = Outcomes(capacity, completer, handlers, worker=worker)
         # In claim order, not arrival order: a task claimed ahead of the threads
         # (see pace.py) must not hold back a more urgent one claimed after it.
-        self._inbox: queue_mod.PriorityQueue[tuple[int, int, int, int, Any]] = queue_mod.PriorityQueue()
+        self._inbox = Inbox()
         self._seq = itertools.count()
 
     def submit(self, task: Task) -> None:
