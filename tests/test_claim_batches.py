@@ -183,19 +183,23 @@ def test_an_outcome_waits_for_company_only_when_nothing_waits_on_its_commit(tq: 
     assert not _completer(tq, bounded)._may_wait(new_report(plain[0], "batch-test"))  # capacity waits on it
 
 
+def _claimed_with_a_pooled_task(tq: TaskQueue, plain: int) -> tuple[list[Task], Task, Completer]:
+    """``plain`` claimed tasks with no pool, one in a pool, and a completer whose handlers all still run."""
+    tq.set_pool_limit("net", 5)
+    tq.enqueue_many([{"payload": i} for i in range(plain)])
+    tq.enqueue({"pooled": True}, pool="net")
+    tasks = tq.claim_many(limit=plain + 1, worker="batch-test")
+    cap = Capacity(None, 4, on_free=lambda: None)
+    cap.add_all(tasks, time.monotonic())
+    pooled = next(t for t in tasks if t.pool is not None)
+    return [t for t in tasks if t.pool is None], pooled, _completer(tq, cap)
+
+
 def test_a_pooled_outcome_ends_the_wait(tq: TaskQueue, monkeypatch: Any) -> None:
     """A batch waiting for company is written as soon as an outcome holding a pool slot joins it."""
     from taskqueue.worker import completer as completer_mod
 
-    tq.set_pool_limit("net", 5)
-    tq.enqueue_many([{"payload": i} for i in range(2)])
-    tq.enqueue({"pooled": True}, pool="net")
-    tasks = tq.claim_many(limit=3, worker="batch-test")
-    plain = [t for t in tasks if t.pool is None]
-    pooled = next(t for t in tasks if t.pool is not None)
-    cap = Capacity(None, 4, on_free=lambda: None)
-    cap.add_all(tasks, time.monotonic())
-    completer = _completer(tq, cap)
+    plain, pooled, completer = _claimed_with_a_pooled_task(tq, 2)
     monkeypatch.setattr(completer_mod, "COALESCE_SECONDS", 0.2)
     started = time.monotonic()
     batch, _ = completer._gather(new_report(plain[0], "batch-test"))
@@ -212,15 +216,7 @@ def test_the_wait_for_company_is_one_sleep_that_keeps_what_arrives(tq: TaskQueue
     """Plain outcomes that arrive during the wait join the batch without ending it; a pooled one ends it."""
     from taskqueue.worker import completer as completer_mod
 
-    tq.set_pool_limit("net", 5)
-    tq.enqueue_many([{"payload": i} for i in range(3)])
-    tq.enqueue({"pooled": True}, pool="net")
-    tasks = tq.claim_many(limit=4, worker="batch-test")
-    plain = [t for t in tasks if t.pool is None]
-    pooled = next(t for t in tasks if t.pool is not None)
-    cap = Capacity(None, 4, on_free=lambda: None)
-    cap.add_all(tasks, time.monotonic())
-    completer = _completer(tq, cap)
+    plain, pooled, completer = _claimed_with_a_pooled_task(tq, 3)
     monkeypatch.setattr(completer_mod, "COALESCE_SECONDS", 0.3)
     later = threading.Timer(0.05, completer.submit, (new_report(plain[1], "batch-test"),))
     later.start()
