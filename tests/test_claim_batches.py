@@ -42,16 +42,22 @@ def test_the_runway_is_a_claim_round_trips_worth_of_waiting_claims() -> None:
     assert ROUND_TRIPS_AHEAD * 10 - 1 <= pace.ahead() <= ROUND_TRIPS_AHEAD * 10  # three round trips' worth
 
 
-def test_a_put_off_claim_is_due_when_the_waiting_drop_to_the_runway(tq: TaskQueue) -> None:
-    """The claimer is woken when threads take claims up, not only when handlers finish."""
+def _paced_claims(tq: TaskQueue, ahead: int) -> tuple[list[Task], Capacity, list[bool]]:
+    """``ahead`` more claims than the runway, added to a paced capacity whose wake-ups are recorded."""
     tq.enqueue_many([{"payload": i} for i in range(14)])
     tasks = tq.claim_many(limit=14, worker="batch-test")
     woken: list[bool] = []
     cap = Capacity(None, 4, on_free=lambda: woken.append(True))
     _paced(cap.pace)
     runway = cap.pace.runway()
-    assert runway is not None and runway < 13
-    cap.add_all(tasks[: runway + 3], time.monotonic())
+    assert runway is not None and runway + ahead <= 14
+    cap.add_all(tasks[: runway + ahead], time.monotonic())
+    return tasks, cap, woken
+
+
+def test_a_put_off_claim_is_due_when_the_waiting_drop_to_the_runway(tq: TaskQueue) -> None:
+    """The claimer is woken when threads take claims up, not only when handlers finish."""
+    tasks, cap, woken = _paced_claims(tq, 3)
     assert not cap.put_off(ASYNC)  # the async handlers' times are not known yet
     assert cap.put_off()  # three more than the runway wait
     cap.begin(tasks[0])
@@ -71,14 +77,7 @@ def test_a_finished_handler_does_not_wake_a_put_off_claim(tq: TaskQueue) -> None
     again and slept: with async CPU-bound handlers, 0.72 voluntary context
     switches a task on its thread alone (docs/performance.md, Drain).
     """
-    tq.enqueue_many([{"payload": i} for i in range(14)])
-    tasks = tq.claim_many(limit=14, worker="batch-test")
-    woken: list[bool] = []
-    cap = Capacity(None, 4, on_free=lambda: woken.append(True))
-    _paced(cap.pace)
-    runway = cap.pace.runway()
-    assert runway is not None and runway < 10
-    cap.add_all(tasks[: runway + 4], time.monotonic())
+    tasks, cap, woken = _paced_claims(tq, 4)
     assert cap.put_off()
     cap.begin(tasks[0])
     cap.start_finishing(tasks[0])
