@@ -56,7 +56,8 @@ def _voluntary_switches(pid: int) -> int:
 
 
 def server_pids() -> list[int]:
-    """The processes named postgres on this machine (the server's backends and helpers)."""
+    """The processes named postgres on this machine: the server's backends and helpers, and those of any
+    other server running here (run none beside a benchmark)."""
     pids = []
     for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
         if name.isdigit():
