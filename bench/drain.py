@@ -279,6 +279,10 @@ def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[
 
 
 # -- latency ------------------------------------------------------------------
+#: Probes between two top-ups of the busy phase's backlog (a worker drains 20,000 no-ops in under a second
+#: on a fast day, so a fixed top-up every 25 probes let the backlog run dry before the last probe).
+TOP_UP_EVERY = 5
+
 def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
     """Enqueue-to-handler-start of single tasks on one default worker: idle, then behind a draining backlog.
 
@@ -286,9 +290,9 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
     the handler's first line, both on the machine's wall clock;
     ``from_call`` measures from before the call instead.
 
-    Busy: the worker is draining ``backlog`` no-op tasks, topped up by a
-    quarter of it every 25 probes so that it lasts past the last probe
-    (``backlog_left_at_last_probe``); each probe is
+    Busy: the worker is draining ``backlog`` no-op tasks, topped up to
+    ``backlog`` every ``TOP_UP_EVERY`` probes so that it lasts past the last
+    probe on a fast day as on a slow one (``backlog_left_at_last_probe``); each probe is
     enqueued at a more urgent priority (lower number), so it waits for the
     worker's next claim round, not for the backlog.
     """
@@ -312,8 +316,10 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
                         tq.enqueue_many([{"payload": None}] * backlog)
                     sent: dict[int, tuple[float, float]] = {}
                     for k in range(probes):
-                        if phase == "busy" and k and k % 25 == 0:  # keep it busy until the last probe
-                            tq.enqueue_many([{"payload": None}] * (backlog // 4))
+                        if phase == "busy" and k and k % TOP_UP_EVERY == 0:  # keep it busy until the last probe
+                            queued = tq.stats().by_state["queued"]
+                            if queued < backlog:  # topped up to what it started with, however fast it drains
+                                tq.enqueue_many([{"payload": None}] * (backlog - queued))
                         before = time.time()
                         probe_id = tq.enqueue({"probe": True}, priority=-1)
                         sent[probe_id] = (before, time.time())
