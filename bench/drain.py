@@ -34,7 +34,7 @@ from typing import Any
 
 import psycopg
 
-from . import common, peers
+from . import common, drain_app, peers
 from .cpu_use import CpuUse
 
 SCHEMA = "bench_drain"
@@ -428,6 +428,9 @@ def run(opts: common.Options) -> dict[str, Any]:
     if os.environ.get("BENCH_FILTER"):  # e.g. "x2" or "taskqueue noop": a subset of the cells
         todo = [c for c in todo if os.environ["BENCH_FILTER"] in c.label]
     rounds = int(os.environ.get("BENCH_ROUNDS", ROUNDS))
+    if any(c.handler in CPU_HANDLERS for c in todo) and not os.environ.get("BENCH_CPU_LOOPS"):
+        # One count of work for every process of both libraries, so that a CPU job is the same job on each side.
+        os.environ["BENCH_CPU_LOOPS"] = str(drain_app.calibrate())
     samples: dict[Cell, list[dict[str, Any]]] = {c: [] for c in todo}
     load_before = os.getloadavg()
     with common.progress() as bar:
@@ -467,6 +470,7 @@ def run(opts: common.Options) -> dict[str, Any]:
         "rows": n,
         "cpu_rows": n // CPU_ROWS_DIVISOR,
         "rounds": rounds,
+        "cpu_job_loops": int(os.environ.get("BENCH_CPU_LOOPS") or 0) or None,
         "peers": versions,
         "load_average_before": load_before,
         "figures": figures,

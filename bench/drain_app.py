@@ -7,7 +7,9 @@ user would pass them). PGQueuer: ``python -m bench.drain_app pgq`` runs
 PGQueuer's own benchmark does.
 
 The environment says which handler to run (``BENCH_HANDLER``: noop, sleep,
-cpu, stamp, async_noop: a no-op ``async def`` on taskqueue's event loop,
+cpu (a fixed amount of work, about 1 ms of CPU:
+``BENCH_CPU_LOOPS`` loops, calibrated once by the benchmark and given to
+every process of both libraries), stamp, async_noop: a no-op ``async def`` on taskqueue's event loop,
 async_sleep: ``await asyncio.sleep(0.001)`` there, as PGQueuer's sleep
 handler does, async_cpu: the 1 ms of CPU burnt inside an ``async def`` there,
 as PGQueuer's cpu handler burns it) and where to say "connected and listening"
@@ -30,12 +32,42 @@ SLEEP_SECONDS = 0.001
 CPU_SECONDS = 0.001
 
 
-def burn(seconds: float) -> None:
-    """Keep the CPU busy for ``seconds`` (a handler doing real work, holding the GIL)."""
-    end = time.perf_counter() + seconds
+def spin(loops: int) -> int:
+    """A fixed amount of pure-Python work (it holds the GIL throughout)."""
     x = 0
-    while time.perf_counter() < end:
-        x += 1
+    for i in range(loops):
+        x += i
+    return x
+
+
+def calibrate(seconds: float = CPU_SECONDS) -> int:
+    """How many ``spin`` loops take ``seconds`` of CPU on this machine (best of several timings)."""
+    probe = 100_000
+    best = min(_timed(probe) for _ in range(7))
+    return max(1, round(probe * seconds / best))
+
+
+def _timed(loops: int) -> float:
+    started = time.perf_counter()
+    spin(loops)
+    return time.perf_counter() - started
+
+
+def burn_loops() -> int:
+    """The work of one CPU job: ``BENCH_CPU_LOOPS`` (set once by the benchmark for every process), else calibrated."""
+    given = os.environ.get("BENCH_CPU_LOOPS")
+    return int(given) if given else calibrate()
+
+
+def burn(loops: int) -> None:
+    """Do one CPU job's work: the same number of loops whatever else the process runs.
+
+    A job's work is counted, not timed. A loop that burns until 1 ms of wall
+    time has passed does less work when another thread takes the GIL from it
+    midway (its clock runs on while it waits), which favoured a worker of
+    many threads over a single event loop: 935 against 1,035 µs of CPU a job.
+    """
+    spin(loops)
 
 
 def mark_ready() -> None:
@@ -56,6 +88,9 @@ def _stamp(task_id: int) -> None:
 
 
 # -- taskqueue -----------------------------------------------------------------
+LOOPS = burn_loops() if HANDLER in ("cpu", "async_cpu") else 0
+
+
 def _make_worker() -> Any:
     from taskqueue import Task, Worker
 
@@ -74,7 +109,7 @@ def _make_worker() -> Any:
     elif HANDLER == "cpu":
 
         def handle(task: Task) -> None:
-            burn(CPU_SECONDS)
+            burn(LOOPS)
 
     elif HANDLER == "async_noop":  # an ``async def``: run on the worker's event loop, not its threads
 
@@ -90,7 +125,7 @@ def _make_worker() -> Any:
     elif HANDLER == "async_cpu":  # the 1 ms of CPU as PGQueuer's handler burns it: in a coroutine, on the loop
 
         async def handle(task: Task) -> None:  # type: ignore[misc]
-            burn(CPU_SECONDS)
+            burn(LOOPS)
 
     elif HANDLER == "stamp":
 
@@ -128,7 +163,7 @@ def _pgq_handler() -> Any:
     elif HANDLER == "cpu":
 
         async def handle(job: Any) -> None:
-            burn(CPU_SECONDS)
+            burn(LOOPS)
 
     else:
         raise SystemExit(f"unknown BENCH_HANDLER {HANDLER!r} for PGQueuer")
