@@ -77,11 +77,15 @@ OURS_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("concurrency", 64), ("claim-ahead", 500)),
 )
 #: For the CPU handler, fewer handler threads too: its work holds the GIL, so
-#: threads beyond one per core only take turns at it (and with the claimer).
+#: threads beyond one per core only take turns at it (and with the claimer);
+#: and the inline lane, which runs the handlers on the claim loop's thread.
 OURS_CPU_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("concurrency", 1),),
     (("concurrency", 2),),
+    (("inline", 1),),
 )
+#: Settings passed as a bare flag (``--inline``), not ``--key value``.
+FLAGS = frozenset({"inline"})
 #: The async lane's knob, for the ``async def`` handler.
 OURS_ASYNC_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("async-concurrency", 300),),
@@ -127,7 +131,7 @@ class Ours:
         cmd = [sys.executable, "-m", "taskqueue", "worker", "bench.drain_app:worker", "--dsn", self.dsn,
                "--schema", SCHEMA, "--no-migrate", *os.environ.get("BENCH_OURS_ARGS", "").split()]
         for key, value in cell.settings:
-            cmd += [f"--{key}", str(value)]
+            cmd += [f"--{key}"] if key in FLAGS else [f"--{key}", str(value)]
         return cmd
 
     def enqueue(self, n: int) -> None:

@@ -115,3 +115,24 @@ def test_claim_ahead_is_validated_before_anything_runs() -> None:
             Worker(claim_ahead=bad)  # type: ignore[arg-type]
     assert Worker(claim_ahead=0).claim_ahead == 0
     assert Worker().configure(claim_ahead=300).claim_ahead == 300
+
+
+def test_an_inline_batch_is_a_tenth_of_a_second_of_handlers_within_the_limit() -> None:
+    from taskqueue.worker.pace import INLINE_BATCH_SECONDS
+
+    assert INLINE_BATCH_SECONDS == 0.1
+    capacity = Capacity(None, 1, on_free=lambda: None, inline=True)
+    assert capacity.free() == (None, 1)  # a handler's time unknown: one task, not a hundred minute-long ones
+    for i in range(30):
+        capacity.pace.finished(100.0 + i, ran=0.004)
+    assert capacity.free() == (None, 25)  # 0.1 s / 4 ms
+    for i in range(80):
+        capacity.pace.finished(200.0 + i, ran=0.00001)
+    assert capacity.free() == (None, MAX_AHEAD)  # cheap handlers: the claim-ahead limit bounds it
+    assert not capacity.put_off()  # the lane claims only between batches: never put off
+    slow = Capacity(None, 1, on_free=lambda: None, inline=True, claim_ahead=5)
+    slow.pace.finished(1.0, ran=30.0)
+    assert slow.free() == (None, 1)  # minute-long handlers: one at a time
+    for i in range(80):
+        slow.pace.finished(100.0 + i, ran=0.00001)
+    assert slow.free() == (None, 5)  # claim_ahead caps the batch

@@ -125,6 +125,12 @@ def worker(
                      help="Most claims held beyond the handler threads (default 100; more drains cheap handlers "
                           "faster, a busy worker starts urgent tasks later)."),
     ] = None,
+    inline: Annotated[
+        bool,
+        typer.Option("--inline",
+                     help="Run sync handlers on the claim loop's thread, one at a time (CPU-bound handlers: one "
+                          "worker process per core)."),
+    ] = False,
     lease: Annotated[float | None, typer.Option("--lease", help="Lease seconds; heartbeats renew it.")] = None,
     grace: Annotated[
         float | None, typer.Option("--grace", min=0, help="Seconds running tasks get on shutdown.")
@@ -148,7 +154,7 @@ def worker(
     the_worker = load_worker(target)
     the_worker.configure(
         queues=_queues(queues), capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy,
-        async_concurrency=async_concurrency, claim_ahead=claim_ahead,
+        async_concurrency=async_concurrency, claim_ahead=claim_ahead, inline=True if inline else None,
     )
     setup_logging(log_level, log_json)
     with open_queue(ctx, dsn, schema) as tq:

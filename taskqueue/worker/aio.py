@@ -23,7 +23,7 @@ from typing import Any
 
 from ..task import Task
 from .capacity import ASYNC
-from .executor import Executor, Outcomes
+from .executor import Outcomes
 from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.executor")
@@ -106,18 +106,24 @@ class AsyncHandlers:
 
 
 def async_runner(
-    executor: Executor, async_queues: list[str], loop: asyncio.AbstractEventLoop | None
+    outcomes: Outcomes,
+    sync_submit: Callable[[Task], None],
+    async_queues: list[str],
+    loop: asyncio.AbstractEventLoop | None,
 ) -> tuple[AsyncHandlers | None, Callable[[Task], None]]:
-    """The runner of async handlers (None without any), and the claimer's ``submit``, routing by queue."""
+    """The runner of async handlers (None without any), and the claimer's ``submit``, routing by queue.
+
+    ``sync_submit`` takes the other queues' tasks: the handler threads', or an inline lane's.
+    """
     if not async_queues:
-        return None, executor.submit
-    handlers = AsyncHandlers(executor.outcomes)
+        return None, sync_submit
+    handlers = AsyncHandlers(outcomes)
     if loop is not None:
         handlers.attach(loop)
     aio = frozenset(async_queues)
 
     def submit(task: Task) -> None:
-        (handlers.submit if task.queue in aio else executor.submit)(task)
+        (handlers.submit if task.queue in aio else sync_submit)(task)
 
     return handlers, submit
 

@@ -29,7 +29,7 @@ from typing import Literal
 
 from ..scheduling.planner import RunningTask
 from ..task import Task
-from .pace import ROUND_TRIPS_AHEAD, Pace
+from .pace import MAX_AHEAD, ROUND_TRIPS_AHEAD, Pace
 
 Kind = Literal["sync", "async"]
 SYNC: Kind = "sync"
@@ -67,8 +67,10 @@ class Capacity:
         *,
         async_concurrency: int = 0,
         claim_ahead: int | None = None,
+        inline: bool = False,
     ) -> None:
         self.capacity = capacity
+        self.inline = inline  # sync handlers run on the claim loop's thread, a batch at a time (inline.py)
         self.concurrency = concurrency
         self.async_concurrency = async_concurrency
         self._on_free = on_free
@@ -81,7 +83,8 @@ class Capacity:
         self._held: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries, by kind
         self._waiting: dict[Kind, int] = {SYNC: 0, ASYNC: 0}  # entries whose handler has not begun
         self._resume: dict[Kind, int | None] = {SYNC: None, ASYNC: None}  # a claim put off: wake at this many
-        self.pace = Pace(concurrency, claim_ahead)  # claim-ahead, for the handler threads only
+        # Claim-ahead, for the handler threads only; an inline lane's batch is bounded by it, 100 by default.
+        self.pace = Pace(concurrency, MAX_AHEAD if inline and claim_ahead is None else claim_ahead)
         self.async_pace = Pace(max(1, async_concurrency), 0)  # the async handlers' times; never ahead
         self.peak_in_use = 0
         self.peak_busy: dict[Kind, int] = {SYNC: 0, ASYNC: 0}
@@ -91,9 +94,12 @@ class Capacity:
         """(capacity available or None for unlimited, how many claims of ``kind`` to ask for).
 
         The second is, for SYNC, the free threads plus the claims worth holding
-        ahead of them; for ASYNC, the free async slots.
+        ahead of them (inline: the lane's next batch); for ASYNC, the free async slots.
         """
-        window = self.concurrency + self.pace.ahead() if kind == SYNC else self.async_concurrency
+        if kind == ASYNC:
+            window = self.async_concurrency
+        else:
+            window = self.pace.batch() if self.inline else self.concurrency + self.pace.ahead()
         with self._lock:
             slots = min(window - self._busy[kind], 2 * window - self._held[kind])
             if self.capacity is None:
@@ -118,6 +124,8 @@ class Capacity:
         finishes meanwhile: a thread that took the last waiting claim up
         may leave another idle.
         """
+        if kind == SYNC and self.inline:
+            return False  # the lane claims only between its batches, when nothing waits
         pace = self.pace_of(kind)
         runway = pace.runway()
         if runway is None:
@@ -227,6 +235,18 @@ class Capacity:
                     self._uncount(entry)
                     tasks.append(entry.task)
             return tasks
+
+    def release_unbegun(self, tasks: list[Task]) -> list[Task]:
+        """Of ``tasks``, the claims still running whose handler never began, marked released (to give back)."""
+        with self._lock:
+            released = []
+            for task in tasks:
+                entry = self._entries.get(_key(task))
+                if entry is not None and entry.hold is Hold.RUNNING and not entry.begun:
+                    entry.hold = Hold.RELEASED
+                    self._uncount(entry)
+                    released.append(task)
+            return released
 
     def remove(self, task: Task) -> None:
         """The claim has ended: its outcome is recorded (or discarded)."""

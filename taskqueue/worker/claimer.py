@@ -13,6 +13,9 @@ an urgent task (a better priority) starts after a short claim instead of a
 large one, and the round after is large again. Wake-ups from freed threads
 do not count: they come all the time in a drain.
 
+With ``Worker(inline=True)`` the round's sync tasks run on this thread
+before the next round (``after_round``, see :mod:`taskqueue.worker.inline`).
+
 With async handlers (``async_queues``), a round is two claims, one per kind
 of handler, each bounded by its own budget (free threads, free async slots)
 and by the capacity left after the other; they take turns going first, so
@@ -60,6 +63,7 @@ class Claimer(Service):
         planner: Planner | None = None,
         async_queues: list[str] | None = None,
         notified: threading.Event | None = None,
+        after_round: Callable[[], None] | None = None,
     ) -> None:
         super().__init__("claimer", worker=worker, signals=signals)
         self.tq = tq
@@ -78,6 +82,7 @@ class Claimer(Service):
         self.ready = ready
         self.halt = halt  # the worker's stop request: no claim after it, not even a first one
         self.notified = notified or threading.Event()  # set by the listener on each NOTIFY
+        self.after_round = after_round  # an inline lane runs the round's sync tasks here (inline.py)
 
     def next_cap(self, asked: int) -> int | None:
         """The cap on the next round: short after a large round during which a NOTIFY came."""
@@ -140,6 +145,8 @@ class Claimer(Service):
                 if not self.ready.is_set() and self.listening.is_set():
                     self.ready.set()
                 self.signals.claimed.signal(tasks)
+                if self.after_round is not None:
+                    self.after_round()
                 if full:
                     continue  # a full batch: there may be more right away
                 timeout = self.poll_interval

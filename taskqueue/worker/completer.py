@@ -67,6 +67,7 @@ class Completer(Service):
         self._summary_at = time.monotonic()
         self._inbox: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
         self._urgent = threading.Event()  # ends a batch's wait for company: a pool slot to free, or a stop
+        self._writing = threading.Lock()  # this thread and an inline lane (see inline.py) write in turn
 
     def submit(self, report: Report) -> None:
         self._inbox.put(report)
@@ -90,7 +91,7 @@ class Completer(Service):
             if first is _STOP:
                 return
             batch, stop = self._gather(first)
-            self._record(batch)
+            self.record(batch)
             if stop:
                 return
 
@@ -129,6 +130,11 @@ class Completer(Service):
         if first.task.pool is not None or cap.capacity is not None:
             return False
         return cap.threads_busy(SYNC) + cap.threads_busy(ASYNC) > 0
+
+    def record(self, batch: list[Report]) -> None:
+        """Write ``batch`` now, on the calling thread, then end its claims (what the inline lane calls)."""
+        with self._writing:
+            self._record(batch)
 
     def _record(self, batch: list[Report]) -> None:
         done = [r for r in batch if r.error is None]

@@ -69,6 +69,16 @@ class Outcomes:
         check_result(report)
         return report
 
+    def run(self, task: Task) -> Report | None:
+        """Run the handler here; the outcome to record, or None when it is no longer ours to record."""
+        report, handler, started = self.begin(task)
+        if handler is not None:
+            try:
+                report.result = handler(task)
+            except BaseException as exc:
+                self.raised(report, exc)
+        return self.end(report, started)
+
     def deliver(self, task: Task, report: Report | None) -> None:
         """Hand the report to the completer, or end the claim here when there is nothing to record."""
         if report is None:
@@ -130,18 +140,8 @@ class Executor(Service):
                 return
             report = None
             try:
-                report = self.run_one(item)
-            except Exception:  # pragma: no cover - run_one handles its own errors
+                report = self.outcomes.run(item)
+            except Exception:  # pragma: no cover - Outcomes.run handles its own errors
                 log.exception("unexpected error around task %s", item.id)
             finally:
                 self.outcomes.deliver(item, report)
-
-    def run_one(self, task: Task) -> Report | None:
-        """Run the handler; the outcome to record, or None when it is no longer ours to record."""
-        report, handler, started = self.outcomes.begin(task)
-        if handler is not None:
-            try:
-                report.result = handler(task)
-            except BaseException as exc:
-                self.outcomes.raised(report, exc)
-        return self.outcomes.end(report, started)

@@ -47,6 +47,9 @@ AHEAD_PER_THREAD = 20
 MAX_AHEAD = 100
 #: Claims held ahead of the threads, in claim round trips' worth of handler work.
 ROUND_TRIPS_AHEAD = 3
+#: An inline lane (see inline.py) claims about this much handler time at once: one claim and about one
+#: commit of outcomes per batch, and a task enqueued meanwhile waits about this long for the next claim.
+INLINE_BATCH_SECONDS = 0.1
 #: Weight of the newest measurement in the moving averages.
 WEIGHT = 0.1
 #: Gaps between finished handlers are counted between these bounds (an idle hour is not a rate).
@@ -88,6 +91,16 @@ class Pace:
         if gap is None or claim is None:
             return 0
         return min(self.limit, int(ROUND_TRIPS_AHEAD * claim / gap))
+
+    def batch(self) -> int:
+        """Tasks an inline lane claims at once: ``INLINE_BATCH_SECONDS`` of handler time, at most ``limit``.
+
+        One until a handler's time is known: a lane of minute-long tasks never holds more than it runs.
+        """
+        ran = self.run_seconds
+        if ran is None:
+            return 1
+        return max(1, min(self.limit, int(INLINE_BATCH_SECONDS / ran)))
 
     def runway(self) -> int | None:
         """How many claims waiting for a handler keep the handlers busy for one claim round trip (None: unknown)."""

@@ -135,7 +135,7 @@ class Service:
         self._stop.set()
         self.interrupt()
         ended = self.join(self.join_timeout if timeout is None else timeout)
-        if not ended and self.join_timeout > 0:
+        if not ended and timeout is None and self.join_timeout > 0:  # a timeout given: the caller waits on
             log.warning("%s did not stop within its timeout; leaving its daemon threads", self.name,
                         extra={"worker": self.worker, "service": self.name})
         return ended

@@ -46,7 +46,9 @@ def drain(
     wait_settled(capacity, time.monotonic() + SETTLE_SECONDS, wake=wake, abort=abort)
 
 
-def give_back(tq: TaskQueue, task: Task, fields: dict[str, Any]) -> None:
+def give_back(
+    tq: TaskQueue, task: Task, fields: dict[str, Any], *, why: str = "still running after the grace period"
+) -> None:
     extra = {**fields, "task_id": task.id, "queue": task.queue}
     try:
         tq.release(task, reason=f"given back by worker {fields['worker']} at shutdown")
@@ -56,8 +58,8 @@ def give_back(tq: TaskQueue, task: Task, fields: dict[str, Any]) -> None:
         log.warning("task %s: could not give it back (%s); its lease will expire", task.id, exc,
                     extra={**extra, "outcome": "error"})
     else:
-        log.warning("task %s (queue %s) still running after the grace period; given back to the queue",
-                    task.id, task.queue, extra={**extra, "outcome": "released"})
+        log.warning("task %s (queue %s) %s; given back to the queue",
+                    task.id, task.queue, why, extra={**extra, "outcome": "released"})
 
 
 def wait_settled(capacity: Capacity, deadline: float, *, wake: threading.Event, abort: threading.Event) -> None:

@@ -40,6 +40,7 @@ from .claimer import Claimer
 from .completer import Completer
 from .executor import Executor, Handler
 from .heartbeat import Heartbeat
+from .inline import InlineLane
 from .listener import Listener
 from .service import Service, WorkerSignals
 from .shutdown import drain
@@ -70,6 +71,9 @@ class Worker:
     while the worker is busy. ``queues`` defaults to the queues that have a handler.
     ``poll_only`` (default: the queue's own setting) never LISTENs and claims
     every ``poll_interval`` instead, for PgBouncer in transaction mode.
+    ``inline`` runs the sync handlers on the claim loop's own thread, one at a
+    time, with no hand-off between threads: for CPU-bound handlers, one worker
+    process per core (see :mod:`taskqueue.worker.inline`).
     """
 
     def __init__(
@@ -91,8 +95,10 @@ class Worker:
         async_concurrency: int | None = None,
         poll_only: bool | None = None,
         claim_ahead: int | None = None,
+        inline: bool = False,
     ) -> None:
         self.queues: list[str] | None = None
+        self.inline = False
         self.async_concurrency: int | None = None
         self.claim_ahead: int | None = None
         self.policy = DEFAULT_POLICY
@@ -102,7 +108,7 @@ class Worker:
         self.grace = 30.0
         self.configure(
             queues=queues, capacity=capacity, concurrency=concurrency, lease=lease, grace=grace, policy=policy,
-            async_concurrency=async_concurrency, claim_ahead=claim_ahead,
+            async_concurrency=async_concurrency, claim_ahead=claim_ahead, inline=inline,
         )
         self.poll_only = None if poll_only is None else bool(poll_only)
         self.poll_interval = check_number(poll_interval, "poll_interval", minimum=0.0, maximum=3600.0, strict_min=True)
@@ -152,8 +158,18 @@ class Worker:
         policy: str | None = None,
         async_concurrency: int | None = None,
         claim_ahead: int | None = None,
+        inline: bool | None = None,
     ) -> Worker:
         """Override settings (the CLI flags); None leaves a setting as it is. Before ``run`` only."""
+        if inline is not None and not isinstance(inline, bool):
+            raise ValidationError("inline", f"must be True or False, got {inline!r}")
+        threads = self.concurrency if concurrency is None else check_int(
+            concurrency, "concurrency", minimum=1, maximum=10_000)
+        if (self.inline if inline is None else inline) and threads not in (None, 1):
+            raise ValidationError("concurrency", f"inline runs one handler at a time; got concurrency={threads} "
+                                                 "(leave it unset, or run more worker processes)")
+        if inline is not None:
+            self.inline = inline
         if queues is not None:
             if isinstance(queues, str):
                 raise ValidationError("queues", "must be a list of queue names, not a single string")
@@ -204,6 +220,8 @@ class Worker:
 
     @property
     def effective_concurrency(self) -> int:
+        if self.inline:
+            return 1
         if self.concurrency is not None:
             return self.concurrency
         if self.capacity is None:
@@ -288,11 +306,16 @@ class Worker:
         async_slots = self.effective_async_concurrency if async_queues else 0
         poll_only = tq.poll_only if self.poll_only is None else self.poll_only
         capacity = Capacity(self.capacity, threads, on_free=self._wake.set, async_concurrency=async_slots,
-                            claim_ahead=self.claim_ahead)
+                            claim_ahead=self.claim_ahead, inline=self.inline)
         self.capacity_state = capacity
         completer = Completer(tq, capacity, worker=name, signals=self.signals)
         executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads, signals=self.signals)
-        async_handlers, submit = async_runner(executor, async_queues, loop)
+        lane = None
+        if self.inline:  # no handler threads: the claimer runs the sync handlers between its rounds
+            lane = InlineLane(tq, executor.outcomes, completer, capacity, worker=name, lease=self.lease)
+        async_handlers, submit = async_runner(
+            executor.outcomes, executor.submit if lane is None else lane.submit, async_queues, loop
+        )
         self.async_handlers = async_handlers
         registry = Registry(
             tq, name=name, queues=queues, capacity=self.capacity, policy=self.policy, ttl=self.lease
@@ -330,10 +353,12 @@ class Worker:
             signals=self.signals,
             async_queues=async_queues,
             notified=notified,
+            after_round=None if lane is None else lambda: lane.run_batch(
+                lambda: claimer.stopping or self._stopping.is_set()),
         )
         heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name, registry=registry, signals=self.signals,
                               cancel=None if async_handlers is None else async_handlers.cancel)
-        services: list[Service] = [completer, executor, heartbeat]
+        services: list[Service] = [completer, heartbeat] if lane is not None else [completer, executor, heartbeat]
         if listener is not None:
             services.append(listener)
         if async_handlers is not None and loop is None:
@@ -365,7 +390,7 @@ class Worker:
         if loop is None:  # under run_async the host application owns the signals
             stop_signals.install()
         log.info(
-            "worker %s starting: queues=%s capacity=%s policy=%s concurrency=%d async_concurrency=%d lease=%gs%s",
+            "worker %s starting: queues=%s capacity=%s policy=%s concurrency=%d async_concurrency=%d lease=%gs%s%s",
             name,
             ",".join(queues),
             self.capacity,
@@ -374,9 +399,10 @@ class Worker:
             async_slots,
             self.lease,
             " poll_only" if poll_only else "",
+            " inline" if self.inline else "",
             extra={
                 **fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads,
-                "async_concurrency": async_slots, "poll_only": poll_only,
+                "async_concurrency": async_slots, "poll_only": poll_only, "inline": self.inline,
             },
         )
         failure: ServiceFailed | None = None
@@ -392,7 +418,9 @@ class Worker:
                 self._abort.set()  # no grace: a part of the worker is gone
             self._running.clear()
             log.info("worker %s stopping: no new claims", name, extra=fields)
-            claimer.stop()
+            # An inline claimer may be inside a handler: it ends after it (its outcome written, the rest given
+            # back), while the grace period below runs.
+            claimer.stop(timeout=0.0 if lane is not None else None)
             drain(tq, capacity, grace=self.grace, wake=self._wake, abort=self._abort, fields=fields,
                   cancel=None if self.async_handlers is None else self.async_handlers.cancel)
         finally:
