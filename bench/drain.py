@@ -429,8 +429,9 @@ def run(opts: common.Options) -> dict[str, Any]:
     if versions["pgqueuer"]:
         sides["pgqueuer"] = Pgq(dsn)
     todo = [c for c in cells(handlers) if c.library in sides]
-    if os.environ.get("BENCH_FILTER"):  # e.g. "x2" or "taskqueue noop": a subset of the cells
-        todo = [c for c in todo if os.environ["BENCH_FILTER"] in c.label]
+    if os.environ.get("BENCH_FILTER"):  # e.g. "x2", "taskqueue noop" or "cpu x2 inline|cpu x2 batch=500"
+        wanted_cells = os.environ["BENCH_FILTER"].split("|")
+        todo = [c for c in todo if any(w in c.label for w in wanted_cells)]
     rounds = int(os.environ.get("BENCH_ROUNDS", ROUNDS))
     if any(c.handler in CPU_HANDLERS for c in todo) and not os.environ.get("BENCH_CPU_LOOPS"):
         # One count of work for every process of both libraries, so that a CPU job is the same job on each side.
