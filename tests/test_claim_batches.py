@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from taskqueue import Task, TaskQueue
 from taskqueue.worker.capacity import ASYNC, SYNC, Capacity
 from taskqueue.worker.claimer import Claimer
@@ -89,6 +91,32 @@ def test_a_finished_handler_does_not_wake_a_put_off_claim(tq: TaskQueue) -> None
     assert woken == [True, True]  # no longer put off: a freed thread wakes the claimer again
     cap.remove_all([tasks[0], tasks[1]])
     assert woken == [True, True, True]  # a recorded outcome always does
+
+
+def test_a_recorded_batch_does_not_wake_a_put_off_claim_until_the_worker_closes(tq: TaskQueue) -> None:
+    """Woken by every recorded batch, the claimer only put its claim off again (async CPU-bound handlers)."""
+    tasks, cap, woken = _paced_claims(tq, 4)
+    assert cap.put_off()
+    cap.begin(tasks[0])
+    cap.start_finishing(tasks[0])
+    cap.remove_all([tasks[0]])
+    assert not woken  # still put off: nothing to claim for yet
+    cap.close()
+    cap.begin(tasks[1])
+    cap.start_finishing(tasks[1])
+    cap.remove_all([tasks[1]])
+    assert woken == [True]  # winding down: every end wakes the wait for the last outcomes
+    budget: list[bool] = []
+    bounded = Capacity(100, 4, on_free=lambda: budget.append(True))
+    _paced(bounded.pace)
+    runway = bounded.pace.runway()
+    assert runway is not None
+    bounded.add_all(tasks[2 : 2 + runway + 4], time.monotonic())
+    assert bounded.put_off()
+    bounded.begin(tasks[2])
+    bounded.start_finishing(tasks[2])
+    bounded.remove_all([tasks[2]])
+    assert budget == [True]  # a resource budget freed may let the other kind claim: always woken
 
 
 def test_a_low_claim_ahead_limit_still_leaves_batches(tq: TaskQueue) -> None:
@@ -180,6 +208,26 @@ def test_an_outcome_waits_for_company_only_when_nothing_waits_on_its_commit(tq: 
     bounded = Capacity(10, 4, on_free=lambda: None)
     bounded.add_all(plain, time.monotonic())
     assert not _completer(tq, bounded)._may_wait(new_report(plain[0], "batch-test"))  # capacity waits on it
+
+
+def test_the_wait_for_company_grows_while_handlers_finish_far_apart(tq: TaskQueue) -> None:
+    """About COMPANY outcomes a batch: a wait of COALESCE_SECONDS gathered 5 of 1 ms handlers' outcomes."""
+    from taskqueue.worker.completer import COALESCE_SECONDS, COMPANY, MAX_COALESCE_SECONDS
+
+    def wait(sync_gap: float | None, async_gap: float | None = None) -> float:
+        cap = Capacity(None, 4, on_free=lambda: None, async_concurrency=10)
+        if sync_gap is not None:
+            _paced(cap.pace, gap=sync_gap)
+        if async_gap is not None:
+            _paced(cap.async_pace, gap=async_gap)
+        return _completer(tq, cap)._wait_seconds()
+
+    assert wait(None) == COALESCE_SECONDS  # nothing measured yet
+    assert wait(0.0001) == COALESCE_SECONDS  # fast handlers fill a batch within it
+    assert wait(0.001) == pytest.approx(COMPANY * 0.001)  # 1 ms apart: 16 ms
+    assert wait(0.01) == MAX_COALESCE_SECONDS  # never longer
+    assert wait(0.001, 0.001) == pytest.approx(COMPANY * 0.0005)  # both kinds finish: twice the rate
+    assert COALESCE_SECONDS < COMPANY * 0.001 <= MAX_COALESCE_SECONDS
 
 
 def _claimed_with_a_pooled_task(tq: TaskQueue, plain: int) -> tuple[list[Task], Task, Completer]:

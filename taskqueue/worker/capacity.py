@@ -86,6 +86,7 @@ class Capacity:
         # Claim-ahead, for the handler threads only; an inline lane's batch is bounded by it, 100 by default.
         self.pace = Pace(concurrency, MAX_AHEAD if inline and claim_ahead is None else claim_ahead)
         self.async_pace = Pace(max(1, async_concurrency), 0)  # the async handlers' times; never ahead
+        self._closing = False
         self.peak_in_use = 0
         self.peak_busy: dict[Kind, int] = {SYNC: 0, ASYNC: 0}
 
@@ -108,6 +109,11 @@ class Capacity:
 
     def pace_of(self, kind: Kind) -> Pace:
         return self.pace if kind == SYNC else self.async_pace
+
+    def finish_gap(self) -> float | None:
+        """The time between two finished handlers of either kind, worker-wide (None: not measured yet)."""
+        rate = sum(1.0 / gap for gap in (self.pace.gap_seconds, self.async_pace.gap_seconds) if gap)
+        return 1.0 / rate if rate else None
 
     def waiting(self, kind: Kind = SYNC) -> int:
         """Claims of ``kind`` whose handler has not begun: queued for a thread, or for the event loop."""
@@ -208,8 +214,7 @@ class Capacity:
             if entry.hold is Hold.RUNNING:
                 entry.hold = Hold.FINISHING
             hold = entry.hold
-            resume = self._resume[entry.kind]
-            put_off = resume is not None and self._waiting[entry.kind] > resume
+            put_off = self._claim_put_off(entry.kind)
         if not put_off:  # a put-off claim is woken by begin() once the claims waiting drop to its runway
             self._on_free()  # a thread is free: the claimer may fill it while the outcome is recorded
         return hold
@@ -253,16 +258,36 @@ class Capacity:
         self.remove_all([task])
 
     def remove_all(self, tasks: list[Task]) -> None:
-        """``remove`` for a recorded batch, under one lock and with one wake-up."""
+        """``remove`` for a recorded batch, under one lock and with one wake-up.
+
+        No wake-up when every kind in the batch has its claim put off and no
+        resource budget is shared: the claimer would only find the claim put
+        off again (``begin`` wakes it when due). Once the worker is closing,
+        every end wakes (the graceful end waits on it).
+        """
+        kinds: set[Kind] = set()
         with self._lock:
             for task in tasks:
                 entry = self._entries.pop(_key(task), None)
                 if entry is not None:
+                    kinds.add(entry.kind)
                     self._held[entry.kind] -= 1
                     self._begun(entry)
                     self._handler_returned(entry)
                     self._uncount(entry)
-        self._on_free()
+            quiet = (bool(kinds) and self.capacity is None and not self._closing
+                     and all(self._claim_put_off(kind) for kind in kinds))
+        if not quiet:
+            self._on_free()
+
+    def close(self) -> None:
+        """The worker winds down: from now on every claim that ends wakes whoever waits (see ``remove_all``)."""
+        with self._lock:
+            self._closing = True
+
+    def _claim_put_off(self, kind: Kind) -> bool:
+        resume = self._resume[kind]
+        return resume is not None and self._waiting[kind] > resume
 
     def _begun(self, entry: Entry) -> bool:
         """Mark the entry begun; True when a claim put off is due now."""

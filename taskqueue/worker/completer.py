@@ -7,7 +7,8 @@ claim's capacity is freed only once its outcome is committed (or refused), so
 the worker never runs more than its capacity as the database sees it.
 
 While other handlers still run, the first outcome of a batch waits up to
-``COALESCE_SECONDS`` for company: a worker of 1 ms handlers otherwise writes
+``COALESCE_SECONDS`` for company (longer, up to ``MAX_COALESCE_SECONDS``,
+while handlers finish far apart): a worker of 1 ms handlers otherwise writes
 a transaction for every few tasks (measured: batches of about 15, each a
 round trip, a commit and a turn at the GIL taken from the handlers). It does
 not wait when the commit frees something another claim may be waiting for:
@@ -39,8 +40,13 @@ from .service import Service, WorkerSignals
 log = logging.getLogger("taskqueue.worker.completer")
 
 MAX_BATCH = 200
-#: Longest the first outcome of a batch waits for more while handlers still run.
+#: How long the first outcome of a batch waits for more while handlers still run...
 COALESCE_SECONDS = 0.005
+#: ...or, when handlers finish slowly, long enough for about COMPANY outcomes, up to MAX_COALESCE_SECONDS:
+#: each wait ends with a wake-up of this thread, which takes the GIL from the handlers. With 1 ms CPU-bound
+#: handlers, 5 ms gathered about 5 outcomes a batch.
+COMPANY = 16
+MAX_COALESCE_SECONDS = 0.02
 #: Successes are logged one by one at DEBUG, and summed at INFO at most this often (seconds).
 #: A line per success at INFO cost about a third of a busy worker's time holding the GIL.
 SUMMARY_SECONDS = 10.0
@@ -105,7 +111,7 @@ class Completer(Service):
         stop, urgent = self._take_waiting(batch)
         if stop or urgent or len(batch) >= MAX_BATCH or not self._may_wait(first):
             return batch, stop
-        self._urgent.wait(COALESCE_SECONDS)
+        self._urgent.wait(self._wait_seconds())
         self._urgent.clear()  # a submit after this finds its report taken below, or ends the next wait
         stop, _ = self._take_waiting(batch)
         return batch, stop
@@ -123,6 +129,13 @@ class Completer(Service):
             batch.append(item)
             urgent = urgent or item.task.pool is not None
         return False, urgent
+
+    def _wait_seconds(self) -> float:
+        """The wait for company: ``COALESCE_SECONDS``, longer while handlers finish far apart."""
+        gap = self.capacity.finish_gap()
+        if gap is None:
+            return COALESCE_SECONDS
+        return max(COALESCE_SECONDS, min(MAX_COALESCE_SECONDS, COMPANY * gap))
 
     def _may_wait(self, first: Report) -> bool:
         """Whether the batch may wait for company: more outcomes will come, and nobody waits on this commit."""

@@ -421,6 +421,7 @@ class Worker:
             # An inline claimer may be inside a handler: it ends after it (its outcome written, the rest given
             # back), while the grace period below runs.
             claimer.stop(timeout=0.0 if lane is not None else None)
+            capacity.close()
             drain(tq, capacity, grace=self.grace, wake=self._wake, abort=self._abort, fields=fields,
                   cancel=None if self.async_handlers is None else self.async_handlers.cancel)
         finally:
