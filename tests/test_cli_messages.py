@@ -3,7 +3,8 @@
 Each test is one item of the newcomer report: grouped help with whole
 descriptions, dedupe wording (and no wasted id), negative limits, unsetting a
 pool that does not exist, the parked column, the revision after migrate, the
-pool name of an address, and one-line errors without a trailing blank line.
+pool name of an address, one-line errors without a trailing blank line, and
+``--inline`` with handler threads refused before anything is claimed.
 """
 
 from __future__ import annotations
@@ -110,3 +111,11 @@ def test_stats_fits_a_120_column_terminal(dsn: str, tq: TaskQueue) -> None:
     assert result.returncode == 0, result.stderr
     assert max(len(line) for line in result.stdout.splitlines()) <= 120
     assert "throughput" in result.stdout and "oldest waiting" in result.stdout
+
+
+def test_inline_with_handler_threads_is_refused_before_any_claim(dsn: str, tq: TaskQueue) -> None:
+    task_id = tq.enqueue({"sleep": 0}, queue="work")
+    result = run_cli("worker", "tests.support.worker_app:worker", "--inline", "--concurrency", "4", dsn=dsn)
+    assert_one_line_error(result, 2, "inline runs one handler at a time")
+    task = tq.get(task_id)
+    assert task is not None and task.state == "queued" and task.attempts == 0
