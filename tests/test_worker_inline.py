@@ -26,6 +26,15 @@ from tests.test_worker import WAIT, new_worker, recorded, running
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _until_an_empty_round(worker: Worker) -> None:
+    """Until the claimer has found nothing: it sleeps now, and its next round is a whole batch.
+
+    (A NOTIFY that arrives during a round of many makes the round after it a short one, of 8.)
+    """
+    while worker.signals.claimed.wait(WAIT):
+        pass
+
+
 def test_inline_runs_every_task_on_the_claimer_thread_in_claim_order(tq: TaskQueue) -> None:
     ran: list[tuple[int, int]] = []
     threads: set[str] = set()
@@ -72,6 +81,7 @@ def test_inline_writes_a_pooled_outcome_before_the_next_handler_runs(tq: TaskQue
     warm = tq.enqueue("warm-up")  # so that the next claim is a batch, not one task
     with running(worker, tq):
         recorded(worker, [warm])
+        _until_an_empty_round(worker)
         ids = tq.enqueue_many([
             {"payload": "pooled", "pool": "net-1", "priority": 0},
             {"payload": "after", "priority": 1},
@@ -102,6 +112,7 @@ def test_inline_stop_finishes_the_task_in_hand_and_gives_the_rest_back_at_once(t
     try:
         assert worker.ready.wait(WAIT)
         recorded(worker, [warm])
+        _until_an_empty_round(worker)
         ids = tq.enqueue_many([{"payload": "block", "priority": 0}] + [{"payload": i, "priority": 1} for i in range(9)])
         assert started.wait(WAIT), "the first task of the batch did not start"
         claimed = sql(tq.dsn, "SELECT count(*) FROM taskqueue.tasks WHERE state = 'running'")[0][0]
