@@ -8,6 +8,7 @@ processes share a queue and run every task exactly once.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -92,7 +93,9 @@ def test_inline_writes_a_pooled_outcome_before_the_next_handler_runs(tq: TaskQue
     assert pool is not None and pool.running == 0
 
 
-def test_inline_stop_finishes_the_task_in_hand_and_gives_the_rest_back_at_once(tq: TaskQueue) -> None:
+def test_inline_stop_finishes_the_task_in_hand_and_gives_the_rest_back_at_once(
+    tq: TaskQueue, caplog: pytest.LogCaptureFixture
+) -> None:
     worker = new_worker(inline=True, grace=30.0)
     started, release = threading.Event(), threading.Event()
     ran: list[int] = []
@@ -117,9 +120,10 @@ def test_inline_stop_finishes_the_task_in_hand_and_gives_the_rest_back_at_once(t
         assert started.wait(WAIT), "the first task of the batch did not start"
         claimed = sql(tq.dsn, "SELECT count(*) FROM taskqueue.tasks WHERE state = 'running'")[0][0]
         assert claimed == 10, "the batch was not claimed at once"
-        worker.stop()  # graceful: the task in hand may finish
-        release.set()
-        thread.join(WAIT)
+        with caplog.at_level(logging.DEBUG, logger="taskqueue.worker"):
+            worker.stop()  # graceful: the task in hand may finish
+            release.set()
+            thread.join(WAIT)
         assert not thread.is_alive(), "the worker did not stop"
     finally:
         release.set()
@@ -130,6 +134,10 @@ def test_inline_stop_finishes_the_task_in_hand_and_gives_the_rest_back_at_once(t
     assert {rows[i] for i in ids[1:]} == {"queued"}
     attempts = {a for (a,) in sql(tq.dsn, "SELECT attempts FROM taskqueue.tasks WHERE id = ANY(%s)", ids[1:])}
     assert attempts == {0}, "a claim given back used up an attempt"
+    given = [r for r in caplog.records if getattr(r, "outcome", None) == "released"]
+    assert [r.levelno for r in given].count(logging.INFO) == 1, "one line says how many went back"
+    assert "9 claims not begun" in next(r.getMessage() for r in given if r.levelno == logging.INFO)
+    assert sorted(r.task_id for r in given if r.levelno == logging.DEBUG) == sorted(ids[1:])
 
 
 def test_inline_refuses_handler_threads_and_leaves_the_worker_unchanged() -> None:

@@ -69,9 +69,6 @@ class InlineLane:
         """Take a claimed task into the next batch (the claimer's ``submit`` for sync queues)."""
         heapq.heappush(self._batch, (task.priority, task.id, next(self._seq), task))
 
-    def waiting(self) -> int:
-        return len(self._batch)
-
     def run_batch(self, stopping: Callable[[], bool]) -> None:
         """Run what was submitted, best first; once ``stopping()`` says so, give the rest back instead."""
         pending: list[Report] = []
@@ -102,6 +99,9 @@ class InlineLane:
         tasks = [entry[-1] for entry in sorted(self._batch)]
         self._batch.clear()
         fields = {"worker": self.worker}
-        for task in self.capacity.release_unbegun(tasks):
-            give_back(self.tq, task, fields, why="claimed but not begun when the worker stopped")
+        released = self.capacity.release_unbegun(tasks)
+        back = sum(give_back(self.tq, task, fields, why="claimed but not begun when the worker stopped",
+                             level=logging.DEBUG) for task in released)
         self.capacity.remove_all(tasks)
+        if back:
+            log.info("%d claims not begun given back to the queue", back, extra={**fields, "outcome": "released"})

@@ -47,8 +47,14 @@ def drain(
 
 
 def give_back(
-    tq: TaskQueue, task: Task, fields: dict[str, Any], *, why: str = "still running after the grace period"
-) -> None:
+    tq: TaskQueue,
+    task: Task,
+    fields: dict[str, Any],
+    *,
+    why: str = "still running after the grace period",
+    level: int = logging.WARNING,
+) -> bool:
+    """Requeue ``task`` without using up an attempt; whether it went back (a failure is logged as a warning)."""
     extra = {**fields, "task_id": task.id, "queue": task.queue}
     try:
         tq.release(task, reason=f"given back by worker {fields['worker']} at shutdown")
@@ -58,8 +64,10 @@ def give_back(
         log.warning("task %s: could not give it back (%s); its lease will expire", task.id, exc,
                     extra={**extra, "outcome": "error"})
     else:
-        log.warning("task %s (queue %s) %s; given back to the queue",
-                    task.id, task.queue, why, extra={**extra, "outcome": "released"})
+        log.log(level, "task %s (queue %s) %s; given back to the queue",
+                task.id, task.queue, why, extra={**extra, "outcome": "released"})
+        return True
+    return False
 
 
 def wait_settled(capacity: Capacity, deadline: float, *, wake: threading.Event, abort: threading.Event) -> None:
