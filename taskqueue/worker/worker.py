@@ -1,12 +1,14 @@
 """``Worker``: the long-lived process that claims what fits, runs handlers, and keeps itself healthy.
 
-It wires the parts together, each a supervised service
+It runs the parts together, each a supervised service
 (:mod:`taskqueue.worker.service`): the claimer fills free capacity in one
 round trip, the executor runs handlers on daemon threads (async handlers run
-on one event loop instead, see :mod:`taskqueue.worker.aio`), the completer
+on one event loop instead, see :mod:`taskqueue.worker.aio`; with ``inline``
+the claimer runs them itself, see :mod:`taskqueue.worker.inline`), the completer
 records their outcomes in batches, the heartbeat keeps leases alive, the
 listener turns NOTIFY into wake-ups, and the maintainer (on one worker at a
-time) rescues expired leases and prunes old tasks.
+time) rescues expired leases and prunes old tasks. Which of them a run has,
+and how they are wired, is :mod:`taskqueue.worker.assembly`'s job.
 
 The calling thread supervises: it waits for a stop request or a crashed
 service, restarts the latter with backoff, and gives up (ServiceFailed) when
@@ -30,19 +32,17 @@ from ..queue import TaskQueue
 
 if TYPE_CHECKING:
     from ..aio import AsyncTaskQueue
-from ..registry import Registry
 from ..scheduling import DEFAULT_POLICY, POLICIES
-from ..scheduling.planner import Planner
 from ..spec import check_int, check_lease, check_name, check_number
-from .aio import AsyncHandlers, AsyncLoop, async_runner, is_async_handler, run_in_loop
+from .aio import AsyncHandlers, run_in_loop
+from .assembly import Events, assemble
 from .capacity import Capacity
 from .claimer import Claimer
 from .completer import Completer
 from .executor import Executor, Handler
 from .heartbeat import Heartbeat
-from .inline import InlineLane
 from .listener import Listener
-from .service import Service, WorkerSignals
+from .service import WorkerSignals
 from .shutdown import drain
 from .stop_signals import SignalWatcher
 from .supervisor import Supervisor
@@ -180,7 +180,7 @@ class Worker:
         if capacity is not None:
             self.capacity = check_int(capacity, "capacity", minimum=0, maximum=2**62)
         if concurrency is not None:
-            self.concurrency = check_int(concurrency, "concurrency", minimum=1, maximum=10_000)
+            self.concurrency = threads
         if async_concurrency is not None:
             self.async_concurrency = check_int(async_concurrency, "async_concurrency", minimum=1, maximum=100_000)
         if claim_ahead is not None:
@@ -301,86 +301,12 @@ class Worker:
         self._wake.clear()
         self.ready.clear()
 
-        threads = self.effective_concurrency
-        async_queues = [q for q in queues if q in self.handlers and is_async_handler(self.handlers[q])]
-        async_slots = self.effective_async_concurrency if async_queues else 0
-        poll_only = tq.poll_only if self.poll_only is None else self.poll_only
-        capacity = Capacity(self.capacity, threads, on_free=self._wake.set, async_concurrency=async_slots,
-                            claim_ahead=self.claim_ahead, inline=self.inline)
-        self.capacity_state = capacity
-        completer = Completer(tq, capacity, worker=name, signals=self.signals)
-        executor = Executor(capacity, completer, self.handlers, worker=name, threads=threads, signals=self.signals)
-        lane = None
-        if self.inline:  # no handler threads: the claimer runs the sync handlers between its rounds
-            lane = InlineLane(tq, executor.outcomes, completer, capacity, worker=name, lease=self.lease)
-        async_handlers, submit = async_runner(
-            executor.outcomes, executor.submit if lane is None else lane.submit, async_queues, loop
-        )
-        self.async_handlers = async_handlers
-        registry = Registry(
-            tq, name=name, queues=queues, capacity=self.capacity, policy=self.policy, ttl=self.lease
-        )
-        planner = None
-        if self.capacity is not None and self.policy != "greedy":
-            planner = Planner(registry, policy=self.policy, capacity=self.capacity, queues=queues)
-        wake = self._wake.set if planner is None else planner.waking(self._wake)
-        notified = threading.Event()
-
-        def on_notify() -> None:
-            notified.set()
-            wake()
-
-        listener = None
-        listening = threading.Event()
-        if poll_only:  # PgBouncer in transaction mode: LISTEN cannot work, claims poll
-            listening.set()
-        else:
-            listener = Listener(tq.dsn, tq.channel, on_notify, worker=name, signals=self.signals)
-            listening = listener.connected
-        claimer = Claimer(
-            tq,
-            capacity,
-            planner=planner,
-            queues=queues,
-            worker=name,
-            lease=self.lease,
-            poll_interval=self.poll_interval,
-            wake=self._wake,
-            submit=submit,
-            listening=listening,
-            ready=self.ready,
-            halt=self._stopping,
-            signals=self.signals,
-            async_queues=async_queues,
-            notified=notified,
-            after_round=None if lane is None else lambda: lane.run_batch(
-                lambda: claimer.stopping or self._stopping.is_set()),
-        )
-        heartbeat = Heartbeat(tq, capacity, lease=self.lease, worker=name, registry=registry, signals=self.signals,
-                              cancel=None if async_handlers is None else async_handlers.cancel)
-        services: list[Service] = [completer, heartbeat] if lane is not None else [completer, executor, heartbeat]
-        if listener is not None:
-            services.append(listener)
-        if async_handlers is not None and loop is None:
-            services.append(AsyncLoop(async_handlers, worker=name, signals=self.signals))
-        maintainer = None
-        if self.maintenance and poll_only:
-            log.warning("poll_only: no maintenance on this worker (its leader lock needs a session, which "
-                        "PgBouncer in transaction mode cannot keep); run one with a direct connection",
-                        extra=fields)
-        elif self.maintenance:
-            maintainer = Maintainer(
-                tq,
-                worker=name,
-                retention=self.retention,
-                interval=self.maintenance_interval,
-                prune_interval=self.prune_interval,
-                signals=self.signals,
-            )
-            services.append(maintainer)
-        services.append(claimer)
-        self.listener, self.maintainer, self.claimer = listener, maintainer, claimer
-        self.completer, self.heartbeat, self.executor = completer, heartbeat, executor
+        parts = assemble(self, tq, loop, name=name, queues=queues, signals=self.signals,
+                         events=Events(wake=self._wake, halt=self._stopping, ready=self.ready))
+        capacity, claimer, services = parts.capacity, parts.claimer, parts.services
+        self.capacity_state, self.async_handlers = capacity, parts.async_handlers
+        self.listener, self.maintainer, self.claimer = parts.listener, parts.maintainer, claimer
+        self.completer, self.heartbeat, self.executor = parts.completer, parts.heartbeat, parts.executor
         supervisor = Supervisor(services, worker=name, attention=self._attention, signals=self.signals)
         self.supervisor = supervisor
         for hook in self.on_services:
@@ -395,19 +321,20 @@ class Worker:
             ",".join(queues),
             self.capacity,
             self.policy,
-            threads,
-            async_slots,
+            parts.threads,
+            parts.async_slots,
             self.lease,
-            " poll_only" if poll_only else "",
+            " poll_only" if parts.poll_only else "",
             " inline" if self.inline else "",
             extra={
-                **fields, "queues": queues, "capacity": self.capacity, "policy": self.policy, "concurrency": threads,
-                "async_concurrency": async_slots, "poll_only": poll_only, "inline": self.inline,
+                **fields, "queues": queues, "capacity": self.capacity, "policy": self.policy,
+                "concurrency": parts.threads, "async_concurrency": parts.async_slots, "poll_only": parts.poll_only,
+                "inline": self.inline,
             },
         )
         failure: ServiceFailed | None = None
         try:
-            heartbeat.register()  # in the registry before the first claim, so the fleet sees this worker
+            parts.heartbeat.register()  # in the registry before the first claim, so the fleet sees this worker
             supervisor.start()
             self._running.set()
             try:
@@ -420,7 +347,7 @@ class Worker:
             log.info("worker %s stopping: no new claims", name, extra=fields)
             # An inline claimer may be inside a handler: it ends after it (its outcome written, the rest given
             # back), while the grace period below runs.
-            claimer.stop(timeout=0.0 if lane is not None else None)
+            claimer.stop(timeout=0.0 if parts.lane is not None else None)
             capacity.close()
             drain(tq, capacity, grace=self.grace, wake=self._wake, abort=self._abort, fields=fields,
                   cancel=None if self.async_handlers is None else self.async_handlers.cancel)
@@ -430,7 +357,7 @@ class Worker:
                 if service is not claimer:
                     service.stop()
             claimer.stop()
-            registry.leave_or_expire()
+            parts.registry.leave_or_expire()
             stop_signals.restore()
             # Ready for another run(); a stop() that came before this run() was honoured.
             self._stopping.clear()
