@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,10 @@ from typing import Any
 import pytest
 
 from taskqueue import Permanent, Retry, Task, TaskQueue, ValidationError, Worker
+from taskqueue.worker.capacity import Capacity
+from taskqueue.worker.completer import Completer
+from taskqueue.worker.executor import Outcomes
+from taskqueue.worker.inline import InlineLane
 from tests.support.polling import sql, wait_for
 from tests.support.worker_app import read_log
 from tests.test_worker import WAIT, new_worker, recorded, running
@@ -184,3 +189,23 @@ def test_two_inline_processes_run_every_task_exactly_once(tq: TaskQueue, dsn: st
     assert len(pids) == 2, f"one process ran everything: {errors}"
     assert all(" inline" in err for err in errors), "a worker did not say it runs inline"
     assert all(p.returncode == 0 for p in procs), errors
+
+
+def test_a_claim_lost_before_its_handler_begins_is_not_run(tq: TaskQueue, dsn: str) -> None:
+    """Its lease went while it waited in the batch: running it could run it twice (threads alike: Outcomes.run)."""
+    ran: list[int] = []
+    tq.enqueue_many([{"payload": i} for i in range(3)])
+    tasks = tq.claim_many(limit=3, worker="inline-test")
+    capacity = Capacity(None, 1, on_free=lambda: None, inline=True)
+    capacity.add_all(tasks, time.monotonic())
+    completer = Completer(tq, capacity, worker="inline-test")
+    outcomes = Outcomes(capacity, completer, {"default": lambda task: ran.append(task.id)}, worker="inline-test")
+    lane = InlineLane(tq, outcomes, completer, capacity, worker="inline-test", lease=30.0)
+    for task in tasks:
+        lane.submit(task)
+    assert capacity.lose(tasks[1])  # as the heartbeat does when the lease is gone
+    lane.run_batch(lambda: False)
+    assert ran == [tasks[0].id, tasks[2].id]
+    assert capacity.busy() == 0 and capacity.threads_busy() == 0  # its thread and its entry are free again
+    states = dict(sql(dsn, "SELECT id, state FROM taskqueue.tasks WHERE id = ANY(%s)", [t.id for t in tasks]))
+    assert (states[tasks[0].id], states[tasks[1].id], states[tasks[2].id]) == ("done", "running", "done")

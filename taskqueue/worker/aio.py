@@ -89,7 +89,10 @@ class AsyncHandlers:
         outcomes = self.outcomes
         report = None
         try:
-            report, handler, started = outcomes.begin(task)
+            begun = outcomes.begin(task)
+            if begun is None:  # lost (or given back) while it waited for the loop: not run
+                return
+            report, handler, started = begun
             if handler is not None:
                 try:
                     report.result = await handler(task)

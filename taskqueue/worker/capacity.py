@@ -198,13 +198,24 @@ class Capacity:
         with self._lock:
             return sum(1 for e in self._entries.values() if e.hold in (Hold.RUNNING, Hold.FINISHING))
 
-    def begin(self, task: Task) -> None:
-        """Its handler begins: the claim no longer waits (and a claim put off may be due)."""
+    def begin(self, task: Task) -> bool:
+        """Its handler is about to begin: whether to run it (and a claim put off may be due).
+
+        False when the claim is no longer ours (its lease was lost, or it was
+        given back, while it waited for a thread): its thread or slot is free
+        again, and running it could run it twice.
+        """
         with self._lock:
             entry = self._entries.get(_key(task))
-            due = entry is not None and self._begun(entry)
-        if due:
+            if entry is None:
+                return False
+            due = self._begun(entry)
+            ours = entry.hold is Hold.RUNNING
+            if not ours:
+                self._handler_returned(entry)
+        if due or not ours:
             self._on_free()
+        return ours
 
     def start_finishing(self, task: Task) -> Hold:
         """Called when the handler returns; the answer says whether to report the outcome."""

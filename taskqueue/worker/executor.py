@@ -44,9 +44,16 @@ class Outcomes:
         self.handlers = dict(handlers)
         self.worker = worker
 
-    def begin(self, task: Task) -> tuple[Report, Handler | None, float]:
-        """The report to fill, the handler to call (None: no handler, the report says so) and the start time."""
-        self.capacity.begin(task)
+    def begin(self, task: Task) -> tuple[Report, Handler | None, float] | None:
+        """The report to fill, the handler to call (None: no handler, the report says so) and the start time.
+
+        None when the claim is no longer ours (lost or given back while it waited): nothing to run or record.
+        """
+        if not self.capacity.begin(task):
+            log.warning("task %s (queue %s): its claim was lost before its handler began; not run", task.id,
+                        task.queue, extra={"worker": self.worker, "task_id": task.id, "queue": task.queue,
+                                           "outcome": "lease_lost"})
+            return None
         handler = self.handlers.get(task.queue)
         report = new_report(task, self.worker)
         log.debug("task %s started (queue %s, attempt %s)", task.id, task.queue, task.attempts, extra=report.fields)
@@ -71,7 +78,10 @@ class Outcomes:
 
     def run(self, task: Task) -> Report | None:
         """Run the handler here; the outcome to record, or None when it is no longer ours to record."""
-        report, handler, started = self.begin(task)
+        begun = self.begin(task)
+        if begun is None:
+            return None
+        report, handler, started = begun
         if handler is not None:
             try:
                 report.result = handler(task)
