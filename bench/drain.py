@@ -287,7 +287,7 @@ def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[
 #: on a fast day, so a fixed top-up every 25 probes let the backlog run dry before the last probe).
 TOP_UP_EVERY = 5
 
-def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
+def latency(dsn: str, probes: int, backlog: int, *, cpu: bool = False) -> dict[str, Any]:
     """Enqueue-to-handler-start of single tasks on one default worker: idle, then behind a draining backlog.
 
     Measured from the moment ``enqueue`` returned (the task is committed) to
@@ -298,7 +298,9 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
     ``backlog`` every ``TOP_UP_EVERY`` probes so that it lasts past the last
     probe on a fast day as on a slow one (``backlog_left_at_last_probe``); each probe is
     enqueued at a more urgent priority (lower number), so it waits for the
-    worker's next claim round, not for the backlog.
+    worker's next claim round, not for the backlog. ``cpu``: the backlog's
+    tasks are CPU jobs (1 ms each), so the worker's claim rounds are far
+    apart; ``BENCH_OURS_ARGS`` gives the worker's flags (``--inline``).
     """
     from taskqueue import TaskQueue
 
@@ -312,7 +314,7 @@ def latency(dsn: str, probes: int, backlog: int) -> dict[str, Any]:
             ours.reset()
             open(stamps.name, "w").close()
             workers = Workers.start(ours.command(Cell("taskqueue", "stamp", 1)), 1, "stamp",
-                                    {"BENCH_STAMPS": stamps.name})
+                                    {"BENCH_STAMPS": stamps.name, **({"BENCH_STAMP_CPU": "1"} if cpu else {})})
             try:
                 with TaskQueue(dsn, schema=SCHEMA, pool_size=1) as tq:
                     tq.stats()  # connect before the first probe
@@ -483,6 +485,10 @@ def run(opts: common.Options) -> dict[str, Any]:
     }
     if "latency" in wanted:
         result["latency"] = latency(dsn, probes=200, backlog=n)
+    if "latency_cpu" in wanted:  # not in the default run: its backlog takes a few seconds of CPU to drain
+        if not os.environ.get("BENCH_CPU_LOOPS"):
+            os.environ["BENCH_CPU_LOOPS"] = str(drain_app.calibrate())
+        result["latency_cpu"] = latency(dsn, probes=200, backlog=n // CPU_ROWS_DIVISOR, cpu=True)
     if "enqueue" in wanted:
         result["enqueue"] = enqueue_check(dsn, sides.get("pgqueuer"))  # type: ignore[arg-type]
     result["load_average_after"] = os.getloadavg()

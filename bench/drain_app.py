@@ -16,7 +16,8 @@ as PGQueuer's cpu handler burns it) and where to say "connected and listening"
 (``BENCH_READY``: a directory; one file per process). Imports, connecting and
 LISTEN all happen before that file appears, so none of it is on the clock.
 ``stamp`` appends ``task_id started_at`` (``time.time()``) for every probe task
-to ``BENCH_STAMPS``, for the latency measurement.
+to ``BENCH_STAMPS``, for the latency measurement (with ``BENCH_STAMP_CPU=1``
+every other task is a CPU job).
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ def _stamp(task_id: int) -> None:
 
 
 # -- taskqueue -----------------------------------------------------------------
-LOOPS = burn_loops() if HANDLER in ("cpu", "async_cpu") else 0
+#: ``stamp`` with ``BENCH_STAMP_CPU=1``: the backlog's tasks are CPU jobs, the probes still stamp at once.
+STAMP_CPU = bool(os.environ.get("BENCH_STAMP_CPU"))
+LOOPS = burn_loops() if HANDLER in ("cpu", "async_cpu") or STAMP_CPU else 0
 
 
 def _make_worker() -> Any:
@@ -132,6 +135,8 @@ def _make_worker() -> Any:
         def handle(task: Task) -> None:
             if isinstance(task.payload, dict) and task.payload.get("probe"):
                 _stamp(task.id)
+            elif STAMP_CPU:  # the backlog does a CPU job each, so that a busy worker's claim rounds are far apart
+                burn(LOOPS)
 
     else:
         raise SystemExit(f"unknown BENCH_HANDLER {HANDLER!r}")
