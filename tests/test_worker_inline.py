@@ -209,3 +209,31 @@ def test_a_claim_lost_before_its_handler_begins_is_not_run(tq: TaskQueue, dsn: s
     assert capacity.busy() == 0 and capacity.threads_busy() == 0  # its thread and its entry are free again
     states = dict(sql(dsn, "SELECT id, state FROM taskqueue.tasks WHERE id = ANY(%s)", [t.id for t in tasks]))
     assert (states[tasks[0].id], states[tasks[1].id], states[tasks[2].id]) == ("done", "running", "done")
+
+
+def test_a_notify_during_a_batch_gets_an_urgent_task_run_next(tq: TaskQueue) -> None:
+    """Without the look between handlers, the urgent task would wait for the whole batch."""
+    worker = new_worker(inline=True)
+    ran: list[int] = []
+    enqueued = threading.Event()
+
+    @worker.handler("default")
+    def handle(task: Task) -> Any:
+        ran.append(task.id)
+        if task.payload == "first":
+            assert enqueued.wait(WAIT)
+            assert wait_for(worker.claimer.notified.is_set if worker.claimer else lambda: False, timeout=WAIT)
+        return None
+
+    warm = tq.enqueue("warm-up")
+    with running(worker, tq):
+        recorded(worker, [warm])
+        _until_an_empty_round(worker)
+        rest = [{"payload": i, "priority": 5} for i in range(9)]
+        batch = tq.enqueue_many([{"payload": "first", "priority": 5}, *rest])
+        assert wait_for(lambda: len(ran) >= 2), "the batch did not start"
+        urgent = tq.enqueue("urgent", priority=0)
+        enqueued.set()
+        recorded(worker, [*batch, urgent])
+    assert ran[1:3] == [batch[0], urgent], ran
+    assert ran[3:] == batch[1:]

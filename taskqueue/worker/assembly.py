@@ -127,7 +127,7 @@ def assemble(
         async_queues=async_queues,
         notified=notified,
         after_round=None if lane is None else lambda: lane.run_batch(
-            lambda: claimer.stopping or events.halt.is_set()),
+            lambda: claimer.stopping or events.halt.is_set(), claimer.claim_between),
     )
     heartbeat = Heartbeat(tq, capacity, lease=worker.lease, worker=name, registry=registry, signals=signals,
                           cancel=None if async_handlers is None else async_handlers.cancel)

@@ -9,8 +9,10 @@ the handlers itself, one at a time in claim order, and writes their outcomes
 in one transaction at the end of the batch. A batch is about
 ``INLINE_BATCH_SECONDS`` of handler time (:meth:`Pace.batch
 <taskqueue.worker.pace.Pace.batch>`), so a task enqueued meanwhile waits
-about that long for the next claim. For CPU-bound handlers, run one such
-worker process per core.
+about that long for the next claim, unless a NOTIFY announces it: then the
+claimer makes a short round between two handlers (at most every 10 ms), and
+what it claims joins the batch in claim order. For CPU-bound handlers, run
+one such worker process per core.
 
 Nothing else changes: the same capacity entries (heartbeated until each
 handler returns), the same outcome rules, the same write as the completer's.
@@ -69,15 +71,23 @@ class InlineLane:
         """Take a claimed task into the next batch (the claimer's ``submit`` for sync queues)."""
         heapq.heappush(self._batch, (task.priority, task.id, next(self._seq), task))
 
-    def run_batch(self, stopping: Callable[[], bool]) -> None:
-        """Run what was submitted, best first; once ``stopping()`` says so, give the rest back instead."""
+    def run_batch(self, stopping: Callable[[], bool], between: Callable[[], None] | None = None) -> None:
+        """Run what was submitted, best first; once ``stopping()`` says so, give the rest back instead.
+
+        ``between`` runs before each handler but the first: the claimer's look for urgent work, whose
+        tasks it submits here.
+        """
         pending: list[Report] = []
         oldest = 0.0
+        first = True
         try:
             while self._batch:
                 if stopping():
                     self._give_back_rest()
                     return
+                if between is not None and not first:
+                    between()
+                first = False
                 task = heapq.heappop(self._batch)[-1]
                 report = self.outcomes.run(task)
                 if report is None:  # no longer ours (lease lost): nothing to write
