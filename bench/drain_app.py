@@ -34,7 +34,13 @@ CPU_SECONDS = 0.001
 
 
 def spin(loops: int) -> int:
-    """A fixed amount of pure-Python work (it holds the GIL throughout)."""
+    """One CPU job's work: the same number of loops whatever else the process runs (it holds the GIL).
+
+    A job's work is counted, not timed. A loop that burns until 1 ms of wall
+    time has passed does less work when another thread takes the GIL from it
+    midway (its clock runs on while it waits), which favoured a worker of
+    many threads over a single event loop: 935 against 1,035 µs of CPU a job.
+    """
     x = 0
     for i in range(loops):
         x += i
@@ -58,17 +64,6 @@ def burn_loops() -> int:
     """The work of one CPU job: ``BENCH_CPU_LOOPS`` (set once by the benchmark for every process), else calibrated."""
     given = os.environ.get("BENCH_CPU_LOOPS")
     return int(given) if given else calibrate()
-
-
-def burn(loops: int) -> None:
-    """Do one CPU job's work: the same number of loops whatever else the process runs.
-
-    A job's work is counted, not timed. A loop that burns until 1 ms of wall
-    time has passed does less work when another thread takes the GIL from it
-    midway (its clock runs on while it waits), which favoured a worker of
-    many threads over a single event loop: 935 against 1,035 µs of CPU a job.
-    """
-    spin(loops)
 
 
 def mark_ready() -> None:
@@ -112,7 +107,7 @@ def _make_worker() -> Any:
     elif HANDLER == "cpu":
 
         def handle(task: Task) -> None:
-            burn(LOOPS)
+            spin(LOOPS)
 
     elif HANDLER == "async_noop":  # an ``async def``: run on the worker's event loop, not its threads
 
@@ -128,7 +123,7 @@ def _make_worker() -> Any:
     elif HANDLER == "async_cpu":  # the 1 ms of CPU as PGQueuer's handler burns it: in a coroutine, on the loop
 
         async def handle(task: Task) -> None:  # type: ignore[misc]
-            burn(LOOPS)
+            spin(LOOPS)
 
     elif HANDLER == "stamp":
 
@@ -136,7 +131,7 @@ def _make_worker() -> Any:
             if isinstance(task.payload, dict) and task.payload.get("probe"):
                 _stamp(task.id)
             elif STAMP_CPU:  # the backlog does a CPU job each, so that a busy worker's claim rounds are far apart
-                burn(LOOPS)
+                spin(LOOPS)
 
     else:
         raise SystemExit(f"unknown BENCH_HANDLER {HANDLER!r}")
@@ -168,7 +163,7 @@ def _pgq_handler() -> Any:
     elif HANDLER == "cpu":
 
         async def handle(job: Any) -> None:
-            burn(LOOPS)
+            spin(LOOPS)
 
     else:
         raise SystemExit(f"unknown BENCH_HANDLER {HANDLER!r} for PGQueuer")
