@@ -86,10 +86,12 @@ OURS_CPU_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
 )
 #: Settings passed as a bare flag (``--inline``), not ``--key value``.
 FLAGS = frozenset({"inline"})
-#: The async lane's knob, for the ``async def`` handler.
+#: The async lane's knob, for the ``async def`` handler; and the inline lane, whose event loop is the
+#: claim loop's own thread (a group of at most async-concurrency coroutines at a time).
 OURS_ASYNC_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("async-concurrency", 300),),
     (("async-concurrency", 1000),),
+    (("inline", 1),),
 )
 PGQ_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
     (("batch", 100),),

@@ -24,6 +24,7 @@ from typing import Any
 from ..task import Task
 from .capacity import ASYNC
 from .executor import Outcomes
+from .outcome import Report
 from .service import Service, WorkerSignals
 
 log = logging.getLogger("taskqueue.worker.executor")
@@ -36,10 +37,15 @@ def is_async_handler(fn: Any) -> bool:
 
 
 class AsyncHandlers:
-    """Runs async handlers as asyncio tasks on one loop; every public method is thread-safe."""
+    """Runs async handlers as asyncio tasks on one loop; every public method but ``start`` is thread-safe.
 
-    def __init__(self, outcomes: Outcomes) -> None:
+    ``deliver`` takes each outcome (None: nothing to record): the completer's, by default, or an inline
+    lane's, which writes them on the loop's own thread (see :mod:`taskqueue.worker.inline`).
+    """
+
+    def __init__(self, outcomes: Outcomes, deliver: Callable[[Task, Report | None], None] | None = None) -> None:
         self.outcomes = outcomes
+        self.deliver = outcomes.deliver if deliver is None else deliver
         self.loop: asyncio.AbstractEventLoop | None = None
         self._running: dict[str, asyncio.Task[None]] = {}  # by lease token; touched on the loop only
         self._cancelled: set[str] = set()
@@ -69,10 +75,24 @@ class AsyncHandlers:
             return
         loop.call_soon_threadsafe(fn, *args)
 
-    def _start(self, task: Task) -> None:
+    def start(self, task: Task) -> asyncio.Task[None]:
+        """Create the handler's asyncio task, from the loop's own thread (running or not): it runs when the loop does."""
         assert self.loop is not None
         key = str(task.lease_token)
-        self._running[key] = self.loop.create_task(self._run(task, key), name=f"taskqueue-task-{task.id}")
+        running = self.loop.create_task(self._run(task, key), name=f"taskqueue-task-{task.id}")
+        self._running[key] = running
+        running.add_done_callback(lambda t: self._never_ran(task, key, t))
+        return running
+
+    def _start(self, task: Task) -> None:
+        self.start(task)
+
+    def _never_ran(self, task: Task, key: str, running: asyncio.Task[None]) -> None:
+        """A task cancelled before its first step never enters ``_run``: end its claim here (nothing to record)."""
+        if self._running.get(key) is running:
+            self._running.pop(key, None)
+            self._cancelled.discard(key)
+            self.deliver(task, None)
 
     def _cancel(self, task: Task) -> None:
         key = str(task.lease_token)
@@ -105,7 +125,7 @@ class AsyncHandlers:
         finally:
             self._running.pop(key, None)
             self._cancelled.discard(key)
-            outcomes.deliver(task, report)
+            self.deliver(task, report)
 
 
 def async_runner(

@@ -3,7 +3,7 @@
 :mod:`taskqueue.worker.worker` owns the settings and the run's life (start,
 supervise, wind down); this module only says which services a run has and
 what each is given: the claims' accounting, the handlers' threads or the
-inline lane, the async handlers, the listener (unless the queue polls),
+inline lane, the async handlers (on a loop thread, or in the inline lane), the listener (unless the queue polls),
 the scheduling planner (with a capacity and a policy other than greedy), the
 heartbeat and, on request, the maintainer.
 """
@@ -87,11 +87,16 @@ def assemble(
     completer = Completer(tq, capacity, worker=name, signals=signals)
     executor = Executor(capacity, completer, handlers, worker=name, threads=threads, signals=signals)
     lane = None
-    if worker.inline:  # no handler threads: the claimer runs the sync handlers between its rounds
-        lane = InlineLane(tq, executor.outcomes, completer, capacity, worker=name, lease=worker.lease)
-    async_handlers, submit = async_runner(
-        executor.outcomes, executor.submit if lane is None else lane.submit, async_queues, loop
-    )
+    if worker.inline:  # no handler threads: the claimer runs the handlers between its rounds
+        # Async handlers join the lane under run(); under run_async they stay on the caller's loop.
+        lane = InlineLane(tq, executor.outcomes, completer, capacity, worker=name, lease=worker.lease,
+                          async_queues=frozenset(async_queues if loop is None else ()))
+    if lane is not None and lane.async_handlers is not None:
+        async_handlers, submit = lane.async_handlers, lane.submit
+    else:
+        async_handlers, submit = async_runner(
+            executor.outcomes, executor.submit if lane is None else lane.submit, async_queues, loop
+        )
     registry = Registry(tq, name=name, queues=queues, capacity=worker.capacity, policy=worker.policy, ttl=worker.lease)
     planner = None
     if worker.capacity is not None and worker.policy != "greedy":
@@ -134,7 +139,7 @@ def assemble(
     services: list[Service] = [completer, heartbeat] if lane is not None else [completer, executor, heartbeat]
     if listener is not None:
         services.append(listener)
-    if async_handlers is not None and loop is None:
+    if async_handlers is not None and loop is None and (lane is None or lane.loop is None):
         services.append(AsyncLoop(async_handlers, worker=name, signals=signals))
     maintainer = None
     if worker.maintenance and poll_only:

@@ -4,7 +4,7 @@ It runs the parts together, each a supervised service
 (:mod:`taskqueue.worker.service`): the claimer fills free capacity in one
 round trip, the executor runs handlers on daemon threads (async handlers run
 on one event loop instead, see :mod:`taskqueue.worker.aio`; with ``inline``
-the claimer runs them itself, see :mod:`taskqueue.worker.inline`), the completer
+the claimer runs both kinds itself, see :mod:`taskqueue.worker.inline`), the completer
 records their outcomes in batches, the heartbeat keeps leases alive, the
 listener turns NOTIFY into wake-ups, and the maintainer (on one worker at a
 time) rescues expired leases and prunes old tasks. Which of them a run has,
@@ -71,9 +71,10 @@ class Worker:
     while the worker is busy. ``queues`` defaults to the queues that have a handler.
     ``poll_only`` (default: the queue's own setting) never LISTENs and claims
     every ``poll_interval`` instead, for PgBouncer in transaction mode.
-    ``inline`` runs the sync handlers on the claim loop's own thread, one at a
-    time, with no hand-off between threads: for CPU-bound handlers, one worker
-    process per core (see :mod:`taskqueue.worker.inline`).
+    ``inline`` runs the handlers on the claim loop's own thread, with no
+    hand-off between threads: sync ones one at a time, async ones (under
+    ``run``) on an event loop of that thread, a group at a time. For CPU-bound
+    handlers, one worker process per core (see :mod:`taskqueue.worker.inline`).
     """
 
     def __init__(
@@ -357,6 +358,8 @@ class Worker:
                 if service is not claimer:
                     service.stop()
             claimer.stop()
+            if parts.lane is not None:
+                parts.lane.close()  # its event loop, once the claimer's thread has left it
             parts.registry.leave_or_expire()
             stop_signals.restore()
             # Ready for another run(); a stop() that came before this run() was honoured.
