@@ -21,6 +21,7 @@ from ..maintenance import Maintainer
 from ..queue import TaskQueue
 from ..registry import Registry
 from ..scheduling.planner import Planner
+from ..task import Task
 from .aio import AsyncHandlers, AsyncLoop, async_runner, is_async_handler
 from .capacity import Capacity
 from .claimer import Claimer
@@ -91,6 +92,7 @@ def assemble(
         # Async handlers join the lane under run(); under run_async they stay on the caller's loop.
         lane = InlineLane(tq, executor.outcomes, completer, capacity, worker=name, lease=worker.lease,
                           async_queues=frozenset(async_queues if loop is None else ()))
+    submit: Callable[[Task], None]
     if lane is not None and lane.async_handlers is not None:
         async_handlers, submit = lane.async_handlers, lane.submit
     else:
