@@ -76,7 +76,7 @@ class AsyncHandlers:
         loop.call_soon_threadsafe(fn, *args)
 
     def start(self, task: Task) -> asyncio.Task[None]:
-        """Create the handler's asyncio task, from the loop's own thread (running or not): it runs when the loop does."""
+        """Create the handler's asyncio task, on the loop's own thread (running or not); it runs with the loop."""
         assert self.loop is not None
         key = str(task.lease_token)
         running = self.loop.create_task(self._run(task, key), name=f"taskqueue-task-{task.id}")

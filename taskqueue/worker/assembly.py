@@ -93,6 +93,7 @@ def assemble(
         lane = InlineLane(tq, executor.outcomes, completer, capacity, worker=name, lease=worker.lease,
                           async_queues=frozenset(async_queues if loop is None else ()))
     submit: Callable[[Task], None]
+    async_handlers: AsyncHandlers | None
     if lane is not None and lane.async_handlers is not None:
         async_handlers, submit = lane.async_handlers, lane.submit
     else:
