@@ -27,6 +27,7 @@ from .capacity import Capacity
 from .claimer import Claimer
 from .completer import Completer
 from .executor import Executor, Handler
+from .gil import GilWatch
 from .heartbeat import Heartbeat
 from .inline import InlineLane
 from .listener import Listener
@@ -86,7 +87,9 @@ def assemble(
     capacity = Capacity(worker.capacity, threads, on_free=events.wake.set, async_concurrency=async_slots,
                         claim_ahead=worker.claim_ahead, inline=worker.inline)
     completer = Completer(tq, capacity, worker=name, signals=signals)
-    executor = Executor(capacity, completer, handlers, worker=name, threads=threads, signals=signals)
+    # Handler threads only: the inline lane runs one handler at a time, so there is nothing to take turns at.
+    watch = None if worker.inline else GilWatch(threads, worker=name)
+    executor = Executor(capacity, completer, handlers, worker=name, threads=threads, signals=signals, watch=watch)
     lane = None
     if worker.inline:  # no handler threads: the claimer runs the handlers between its rounds
         # Async handlers join the lane under run(); under run_async they stay on the caller's loop.

@@ -22,6 +22,7 @@ from typing import Any
 from ..task import Task
 from .capacity import SYNC, Capacity, Hold, Kind
 from .completer import Completer
+from .gil import GilWatch
 from .inbox import Inbox
 from .outcome import Report, check_result, handler_raised, new_report, no_handler
 from .service import Service, WorkerSignals
@@ -37,12 +38,19 @@ class Outcomes:
     """From a claimed task to the report of its handler's run, whatever runs the handler."""
 
     def __init__(
-        self, capacity: Capacity, completer: Completer, handlers: Mapping[str, Handler], *, worker: str
+        self,
+        capacity: Capacity,
+        completer: Completer,
+        handlers: Mapping[str, Handler],
+        *,
+        worker: str,
+        watch: GilWatch | None = None,
     ) -> None:
         self.capacity = capacity
         self.completer = completer
         self.handlers = dict(handlers)
         self.worker = worker
+        self.watch = watch  # handler threads only: the sync handlers' CPU time (gil.py)
 
     def begin(self, task: Task) -> tuple[Report, Handler | None, float] | None:
         """The report to fill, the handler to call (None: no handler, the report says so) and the start time.
@@ -83,10 +91,14 @@ class Outcomes:
             return None
         report, handler, started = begun
         if handler is not None:
+            watch = self.watch
+            cpu = time.thread_time() if watch is not None else 0.0
             try:
                 report.result = handler(task)
             except BaseException as exc:
                 self.raised(report, exc)
+            if watch is not None:
+                watch.ran(time.thread_time() - cpu, time.monotonic())
         return self.end(report, started)
 
     def deliver(self, task: Task, report: Report | None) -> None:
@@ -128,9 +140,10 @@ class Executor(Service):
         worker: str,
         threads: int,
         signals: WorkerSignals | None = None,
+        watch: GilWatch | None = None,
     ) -> None:
         super().__init__("handler", worker=worker, size=threads, signals=signals)
-        self.outcomes = Outcomes(capacity, completer, handlers, worker=worker)
+        self.outcomes = Outcomes(capacity, completer, handlers, worker=worker, watch=watch)
         # In claim order, not arrival order: a task claimed ahead of the threads
         # (see pace.py) must not hold back a more urgent one claimed after it.
         self._inbox = Inbox()

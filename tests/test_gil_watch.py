@@ -1,0 +1,117 @@
+"""The warning that sync handlers hold the GIL, so that a worker's handler threads only take turns at it.
+
+Unit cases feed the watch CPU times and say when it warns (once per run, at a
+share of one core near 1, with enough threads and tasks). Worker cases run
+real handlers: CPU-bound ones on 8 threads get the warning, sleeping ones and
+the inline lane do not.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pytest
+
+from taskqueue import Task, TaskQueue
+from taskqueue.worker import gil
+from taskqueue.worker.gil import GilWatch
+from tests.test_worker import new_worker, recorded, running
+
+
+def _feed(watch: GilWatch, tasks: int, cpu_each: float, span: float, start: float) -> None:
+    for i in range(1, tasks + 1):
+        watch.ran(cpu_each, start + span * i / tasks)
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if "hold the GIL" in r.getMessage()]
+
+
+def test_a_share_near_one_core_warns_once(caplog: pytest.LogCaptureFixture) -> None:
+    watch = GilWatch(32, worker="w", window=1.0)
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="taskqueue.worker"):
+        _feed(watch, 100, 0.0097, 1.0, start)  # 0.97 s of handler CPU in 1 s
+        _feed(watch, 100, 0.0097, 1.0, start + 1.0)
+    assert watch.share == pytest.approx(0.97, rel=0.05)
+    [warning] = _warnings(caplog)
+    assert warning.levelno == logging.WARNING
+    assert "32 handler threads" in warning.getMessage() and "--inline" in warning.getMessage()
+    assert warning.handler_cpu_share == pytest.approx(0.97, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("threads", "tasks", "cpu_each", "why"),
+    [
+        (32, 100, 0.003, "a third of a core: the threads mostly wait on I/O"),
+        (32, 100, 0.019, "1.9 cores: the handlers compute outside the GIL, where threads help"),
+        (2, 100, 0.0097, "two threads hardly wait for each other"),
+        (32, 10, 0.097, "too few tasks to judge"),
+    ],
+)
+def test_no_warning_where_threads_are_not_taking_turns(
+    threads: int, tasks: int, cpu_each: float, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    watch = GilWatch(threads, worker="w", window=1.0)
+    with caplog.at_level(logging.WARNING, logger="taskqueue.worker"):
+        _feed(watch, tasks, cpu_each, 1.0, time.monotonic())
+        _feed(watch, tasks, cpu_each, 1.0, time.monotonic() + 1.0)
+    assert _warnings(caplog) == [], why
+    assert not watch.warned
+
+
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_a_worker_of_cpu_bound_handlers_on_eight_threads_is_told(
+    tq: TaskQueue, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(gil, "WINDOW_SECONDS", 0.5)
+    worker = new_worker(concurrency=8)
+
+    @worker.handler("default")
+    def handle(task: Task) -> Any:
+        _spin(0.002)
+
+    ids = tq.enqueue_many([{"payload": i} for i in range(600)])  # 1.2 s of CPU
+    with caplog.at_level(logging.WARNING, logger="taskqueue.worker"), running(worker, tq):
+        recorded(worker, ids)
+    assert worker.executor is not None and worker.executor.outcomes.watch is not None
+    share = worker.executor.outcomes.watch.share
+    assert share is not None and share > 0.8, share
+    assert len(_warnings(caplog)) == 1
+
+
+def test_sleeping_handlers_and_the_inline_lane_are_not_told(
+    tq: TaskQueue, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(gil, "WINDOW_SECONDS", 0.25)
+    sleeper = new_worker(concurrency=8)
+
+    @sleeper.handler("default")
+    def nap(task: Task) -> Any:
+        time.sleep(0.004)
+
+    ids = tq.enqueue_many([{"payload": i} for i in range(1000)])  # about 0.5 s on 8 threads
+    with caplog.at_level(logging.WARNING, logger="taskqueue.worker"), running(sleeper, tq):
+        recorded(sleeper, ids)
+    assert sleeper.executor is not None and sleeper.executor.outcomes.watch is not None
+    share = sleeper.executor.outcomes.watch.share
+    assert share is not None and share < 0.5, share
+
+    inline = new_worker(inline=True)
+
+    @inline.handler("default")
+    def compute(task: Task) -> Any:
+        _spin(0.002)
+
+    ids = tq.enqueue_many([{"payload": i} for i in range(300)])
+    with caplog.at_level(logging.WARNING, logger="taskqueue.worker"), running(inline, tq):
+        recorded(inline, ids)
+    assert inline.executor is not None and inline.executor.outcomes.watch is None
+    assert _warnings(caplog) == []
