@@ -4,9 +4,9 @@ Python threads run Python code one at a time. Handlers that compute in
 Python keep the GIL between them, and more threads add no throughput. They
 do add waiting: the claim loop, the completer and the heartbeat need the GIL
 for every round trip, and wait their turn among the handler threads. With 1
-ms CPU-bound handlers, a task enqueued for a busy worker started after about
-6 ms with 2 threads, 22 ms with 8 and 53 ms with the default 32 (see
-docs/performance.md, Drain). The inline lane (``Worker(inline=True)``, one
+ms CPU-bound handlers, a task enqueued for a busy worker started after 19 ms
+with 2 threads, 25 ms with 8 and 66 ms with the default 32, at the median
+(see docs/performance.md, Drain). The inline lane (``Worker(inline=True)``, one
 process per core) is the setting for such handlers, and this watch says so
 once per run.
 
