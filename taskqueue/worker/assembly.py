@@ -2,9 +2,10 @@
 
 :mod:`taskqueue.worker.worker` owns the settings and the run's life (start,
 supervise, wind down); this module only says which services a run has and
-what each is given: the claims' accounting, the handlers' threads or the
-inline lane, the async handlers (on a loop thread, or in the inline lane), the listener (unless the queue polls),
-the scheduling planner (with a capacity and a policy other than greedy), the
+what each is given: the claims' accounting, the handlers' threads (with
+their GIL watch) or the inline lane, the async handlers (on a loop thread,
+or in the inline lane), the listener (unless the queue polls), the
+scheduling planner (with a capacity and a policy other than greedy), the
 heartbeat and, on request, the maintainer.
 """
 
