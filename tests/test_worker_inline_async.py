@@ -102,7 +102,7 @@ def test_an_urgent_task_joins_a_running_group(tq: TaskQueue) -> None:
         elif task.payload == "urgent":
             urgent_ran.set()
         elif isinstance(task.payload, int):
-            await asyncio.sleep(0.05 * task.payload)  # the group's coroutines end one after another
+            await asyncio.sleep(0.2 * task.payload)  # the group's coroutines end one after another, for 1.6 s
         return None
 
     warm = tq.enqueue("warm-up")
