@@ -16,15 +16,18 @@ Queues and their handlers:
 - ``fail``: raises ``RuntimeError`` every time.
 - ``retry``: raises ``Retry(in_=payload.get("in", 0.1))`` every time.
 - ``permanent``: raises ``Permanent``.
+- ``awork``: an ``async def`` that awaits ``payload["sleep"]`` seconds (default 0) and returns ``{"ok": id}``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -46,6 +49,7 @@ def record(event: str, task: Task, **more: Any) -> None:
         "priority": task.priority,
         "attempt": task.attempts,
         "pid": os.getpid(),
+        "thread": threading.current_thread().name,
         "worker": task.worker,
         "t": time.monotonic(),
         **more,
@@ -113,6 +117,13 @@ def build_worker(**settings: Any) -> Worker:
     @logged
     def permanent(task: Task) -> Any:
         raise Permanent(f"task {task.id} cannot succeed")
+
+    @w.handler("awork")
+    async def awork(task: Task) -> Any:
+        record("start", task)
+        await asyncio.sleep(float((task.payload or {}).get("sleep", 0)))
+        record("end", task, outcome="ok")
+        return {"ok": task.id}
 
     return w
 
