@@ -39,7 +39,8 @@ MIN_OF_PROCESS = 0.8
 MAX_CORES = 1.2
 #: Fewer handler threads than this hardly wait for each other: no warning.
 MIN_THREADS = 4
-#: Tasks a window needs before its share is judged.
+#: Tasks a window needs before its share is judged: with long handlers it lasts until this many have
+#: returned, since a handler's CPU is counted when it returns.
 MIN_TASKS = 50
 
 
@@ -75,12 +76,12 @@ class GilWatch:
         self._cpu += cpu
         self._tasks += 1
         span = now - self._since
-        if span < self.window:
-            return
+        if span < self.window or self._tasks < MIN_TASKS:
+            return  # a window is at least this long and this many tasks: long handlers widen it
         process = self._clock()
-        cpu_sum, tasks, ran = self._cpu, self._tasks, process - self._process
+        cpu_sum, ran = self._cpu, process - self._process
         self._cpu, self._tasks, self._since, self._process = 0.0, 0, now, process
-        if tasks < MIN_TASKS or ran <= 0:
+        if ran <= 0:
             return
         self.share, self.of_process = cpu_sum / span, cpu_sum / ran
         if (not self.warned and self.threads >= MIN_THREADS and ran / span >= MIN_BUSY
