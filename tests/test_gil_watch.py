@@ -54,7 +54,7 @@ def test_handlers_that_take_most_of_a_busy_process_warn_once(
     cpu_each: float, ran: float, why: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = Clock()
-    watch = GilWatch(32, worker="w", window=1.0, process_clock=clock)
+    watch = GilWatch(32, worker="w", window=1.0, process_clock=clock, every=1)
     start = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="taskqueue.worker"):
         _window(watch, clock, 100, cpu_each, ran, start)
@@ -74,14 +74,14 @@ def test_handlers_that_take_most_of_a_busy_process_warn_once(
         (32, 100, 0.003, 0.9, "a busy process, but the handlers took a third of it"),
         (32, 100, 0.019, 1.95, "1.9 cores: the handlers compute outside the GIL, where threads help"),
         (2, 100, 0.0097, 1.0, "two threads hardly wait for each other"),
-        (32, 10, 0.097, 1.0, "too few tasks to judge yet"),
+        (32, 7, 0.097, 1.0, "too few timed handlers to judge yet"),
     ],
 )
 def test_no_warning_where_threads_are_not_taking_turns(
     threads: int, tasks: int, cpu_each: float, ran: float, why: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = Clock()
-    watch = GilWatch(threads, worker="w", window=1.0, process_clock=clock)
+    watch = GilWatch(threads, worker="w", window=1.0, process_clock=clock, every=1)
     start = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="taskqueue.worker"):
         _window(watch, clock, tasks, cpu_each, ran, start)
@@ -91,15 +91,14 @@ def test_no_warning_where_threads_are_not_taking_turns(
 
 
 def test_long_handlers_are_judged_once_enough_of_them_returned(caplog: pytest.LogCaptureFixture) -> None:
-    """10 tasks a second: the window widens until 50 have returned, then judges them together."""
+    """10 tasks a second: the window widens until 16 timed ones have returned, then judges them together."""
     clock = Clock()
-    watch = GilWatch(32, worker="w", window=1.0, process_clock=clock)
+    watch = GilWatch(32, worker="w", window=1.0, process_clock=clock, every=1)
     start = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="taskqueue.worker"):
-        for second in range(4):
-            _window(watch, clock, 10, 0.097, 1.0, start + second)
-        assert watch.share is None, "judged on fewer than 50 tasks"
-        _window(watch, clock, 10, 0.097, 1.0, start + 4)
+        _window(watch, clock, 10, 0.097, 1.0, start)
+        assert watch.share is None, "judged on fewer than 16 timed handlers"
+        _window(watch, clock, 10, 0.097, 1.0, start + 1)
     assert watch.share == pytest.approx(0.97, rel=0.05)
     assert len(_warnings(caplog)) == 1
 

@@ -92,12 +92,13 @@ class Outcomes:
         report, handler, started = begun
         if handler is not None:
             watch = self.watch
-            cpu = time.thread_time() if watch is not None else 0.0
+            timed = watch is not None and watch.timing()
+            cpu = time.thread_time() if timed else 0.0
             try:
                 report.result = handler(task)
             except BaseException as exc:
                 self.raised(report, exc)
-            if watch is not None:
+            if timed and watch is not None:
                 watch.ran(time.thread_time() - cpu, time.monotonic())
         return self.end(report, started)
 
