@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from taskqueue import Task, TaskQueue
+from taskqueue import Task, TaskQueue, Worker
 from taskqueue.worker import gil
 from taskqueue.worker.gil import GilWatch
 from tests.test_worker import new_worker, recorded, running
@@ -103,6 +103,15 @@ def test_long_handlers_are_judged_once_enough_of_them_returned(caplog: pytest.Lo
     assert len(_warnings(caplog)) == 1
 
 
+def _drain(worker: Worker, tq: TaskQueue, tasks: int, caplog: pytest.LogCaptureFixture) -> GilWatch | None:
+    """Run ``worker`` until ``tasks`` new tasks are recorded, warnings captured; its GIL watch (None: inline)."""
+    ids = tq.enqueue_many([{"payload": i} for i in range(tasks)])
+    with caplog.at_level(logging.WARNING, logger="taskqueue.worker"), running(worker, tq):
+        recorded(worker, ids)
+    assert worker.executor is not None
+    return worker.executor.outcomes.watch
+
+
 def _spin(seconds: float) -> None:
     end = time.thread_time() + seconds
     while time.thread_time() < end:
@@ -119,12 +128,8 @@ def test_a_worker_of_cpu_bound_handlers_on_eight_threads_is_told(
     def handle(task: Task) -> Any:
         _spin(0.002)
 
-    ids = tq.enqueue_many([{"payload": i} for i in range(600)])  # 1.2 s of CPU
-    with caplog.at_level(logging.WARNING, logger="taskqueue.worker"), running(worker, tq):
-        recorded(worker, ids)
-    assert worker.executor is not None and worker.executor.outcomes.watch is not None
-    of_process = worker.executor.outcomes.watch.of_process
-    assert of_process is not None and of_process > 0.8, of_process
+    watch = _drain(worker, tq, 600, caplog)  # 1.2 s of CPU
+    assert watch is not None and watch.of_process is not None and watch.of_process > 0.8, watch.of_process
     assert len(_warnings(caplog)) == 1
 
 
@@ -138,12 +143,8 @@ def test_sleeping_handlers_and_the_inline_lane_are_not_told(
     def nap(task: Task) -> Any:
         time.sleep(0.004)
 
-    ids = tq.enqueue_many([{"payload": i} for i in range(1000)])  # about 0.5 s on 8 threads
-    with caplog.at_level(logging.WARNING, logger="taskqueue.worker"), running(sleeper, tq):
-        recorded(sleeper, ids)
-    assert sleeper.executor is not None and sleeper.executor.outcomes.watch is not None
-    share = sleeper.executor.outcomes.watch.share
-    assert share is not None and share < 0.5, share
+    watch = _drain(sleeper, tq, 1000, caplog)  # about 0.5 s on 8 threads
+    assert watch is not None and watch.share is not None and watch.share < 0.5, watch.share
 
     inline = new_worker(inline=True)
 
@@ -151,8 +152,5 @@ def test_sleeping_handlers_and_the_inline_lane_are_not_told(
     def compute(task: Task) -> Any:
         _spin(0.002)
 
-    ids = tq.enqueue_many([{"payload": i} for i in range(300)])
-    with caplog.at_level(logging.WARNING, logger="taskqueue.worker"), running(inline, tq):
-        recorded(inline, ids)
-    assert inline.executor is not None and inline.executor.outcomes.watch is None
+    assert _drain(inline, tq, 300, caplog) is None
     assert _warnings(caplog) == []

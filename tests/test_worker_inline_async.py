@@ -11,9 +11,6 @@ it, and a coroutine cancelled before its first step still ends its claim.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -28,9 +25,8 @@ from taskqueue.worker.capacity import ASYNC, Capacity
 from taskqueue.worker.completer import Completer
 from taskqueue.worker.executor import Outcomes
 from tests.support.polling import sql, wait_for
-from tests.support.worker_app import read_log
 from tests.test_worker import WAIT, new_worker, recorded, running
-from tests.test_worker_inline import ROOT, _until_an_empty_round
+from tests.test_worker_inline import _until_an_empty_round, run_two_inline_processes, start_warmed_up
 
 
 def test_coroutines_of_a_group_overlap_on_the_claimer_thread(tq: TaskQueue) -> None:
@@ -142,14 +138,8 @@ def test_a_stop_lets_the_group_in_hand_finish_and_claims_no_more(tq: TaskQueue) 
             all_began.set()
         await asyncio.wait_for(event.wait(), WAIT)
 
-    warm = tq.enqueue("warm-up")
-    thread = threading.Thread(target=worker.run, args=(tq,), daemon=True)
-    worker.signals.init()
-    thread.start()
+    thread = start_warmed_up(worker, tq)
     try:
-        assert worker.ready.wait(WAIT)
-        recorded(worker, [warm])
-        _until_an_empty_round(worker)
         ids = tq.enqueue_many([{"payload": i} for i in range(12)])
         assert all_began.wait(WAIT), "the first group did not start"
         worker.stop()  # graceful: the group in hand may finish
@@ -238,29 +228,12 @@ def test_a_coroutine_cancelled_before_its_first_step_still_ends_its_claim(tq: Ta
 @pytest.mark.slow
 def test_two_inline_processes_run_sync_and_async_tasks_exactly_once(tq: TaskQueue, dsn: str, tmp_path: Path) -> None:
     """Through the CLI: both kinds on each process's claimer thread, every task once, both processes at work."""
-    log = tmp_path / "handlers.jsonl"
-    env = {k: v for k, v in os.environ.items() if k not in ("TASKQUEUE_DSN", "TASKQUEUE_SCHEMA")}
-    env.update(TASKQUEUE_DSN=dsn, TASKQUEUE_TEST_LOG=str(log), PYTHONUNBUFFERED="1")
     ids = tq.enqueue_many([{"payload": {"sleep": 0.001}, "queue": "work" if i % 2 else "awork"} for i in range(400)])
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "taskqueue", "worker", "tests.support.worker_app:worker", "--no-migrate",
-             "--inline", "--queues", "work,awork"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
-        for _ in range(2)
-    ]
-    try:
-        assert wait_for(lambda: tq.stats().by_state["done"] == len(ids), timeout=60), tq.stats().by_state
-    finally:
-        for proc in procs:
-            proc.terminate()
-        errors = [proc.communicate(timeout=30)[1].decode(errors="replace") for proc in procs]
-    starts = [e for e in read_log(str(log)) if e["event"] == "start"]
+    starts, errors, codes = run_two_inline_processes(tq, dsn, tmp_path, "work,awork", ids)
     count = Counter(e["task_id"] for e in starts)
     assert set(count) == set(ids)
     assert max(count.values()) == 1, "a task ran twice"
     assert {e["thread"] for e in starts} == {"taskqueue-claimer"}, "a handler ran off the claimer's thread"
     assert {e["queue"] for e in starts} == {"work", "awork"}
     assert len({e["pid"] for e in starts}) == 2, f"one process ran everything: {errors}"
-    assert all(p.returncode == 0 for p in procs), errors
+    assert codes == [0, 0], errors
