@@ -128,8 +128,8 @@ def worker(
     inline: Annotated[
         bool,
         typer.Option("--inline",
-                     help="Run sync handlers on the claim loop's thread, one at a time (CPU-bound handlers: one "
-                          "worker process per core)."),
+                     help="Run handlers on the claim loop's thread: sync ones one at a time, async ones a group "
+                          "at a time on its event loop (CPU-bound handlers: one worker process per core)."),
     ] = False,
     lease: Annotated[float | None, typer.Option("--lease", help="Lease seconds; heartbeats renew it.")] = None,
     grace: Annotated[
