@@ -54,7 +54,7 @@ class AsyncHandlers:
         self.loop = loop
 
     def submit(self, task: Task) -> None:
-        self._call(self._start, task)
+        self._call(self.start, task)
 
     def cancel(self, task: Task) -> None:
         """Cancel the handler of ``task`` if it is one of ours and still running (a no-op otherwise)."""
@@ -83,9 +83,6 @@ class AsyncHandlers:
         self._running[key] = running
         running.add_done_callback(lambda t: self._never_ran(task, key, t))
         return running
-
-    def _start(self, task: Task) -> None:
-        self.start(task)
 
     def _never_ran(self, task: Task, key: str, running: asyncio.Task[None]) -> None:
         """A task cancelled before its first step never enters ``_run``: end its claim here (nothing to record)."""
