@@ -17,7 +17,8 @@ as PGQueuer's cpu handler burns it) and where to say "connected and listening"
 LISTEN all happen before that file appears, so none of it is on the clock.
 ``stamp`` appends ``task_id started_at`` (``time.time()``) for every probe task
 to ``BENCH_STAMPS``, for the latency measurement (with ``BENCH_STAMP_CPU=1``
-every other task is a CPU job).
+every other task is a CPU job; with ``BENCH_STAMP_ASYNC=1`` the handler is an
+``async def``, on the worker's event loop or in its inline lane).
 """
 
 from __future__ import annotations
@@ -83,6 +84,14 @@ def _stamp(task_id: int) -> None:
         os.close(fd)
 
 
+def _stamp_or_spin(task: Any) -> None:
+    """A probe stamps its start; with ``BENCH_STAMP_CPU`` every other task is a CPU job."""
+    if isinstance(task.payload, dict) and task.payload.get("probe"):
+        _stamp(task.id)
+    elif STAMP_CPU:  # the backlog does a CPU job each, so that a busy worker's claim rounds are far apart
+        spin(LOOPS)
+
+
 # -- taskqueue -----------------------------------------------------------------
 #: ``stamp`` with ``BENCH_STAMP_CPU=1``: the backlog's tasks are CPU jobs, the probes still stamp at once.
 STAMP_CPU = bool(os.environ.get("BENCH_STAMP_CPU"))
@@ -125,13 +134,15 @@ def _make_worker() -> Any:
         async def handle(task: Task) -> None:  # type: ignore[misc]
             spin(LOOPS)
 
+    elif HANDLER == "stamp" and os.environ.get("BENCH_STAMP_ASYNC"):  # the same, as a coroutine
+
+        async def handle(task: Task) -> None:  # type: ignore[misc]
+            _stamp_or_spin(task)
+
     elif HANDLER == "stamp":
 
         def handle(task: Task) -> None:
-            if isinstance(task.payload, dict) and task.payload.get("probe"):
-                _stamp(task.id)
-            elif STAMP_CPU:  # the backlog does a CPU job each, so that a busy worker's claim rounds are far apart
-                spin(LOOPS)
+            _stamp_or_spin(task)
 
     else:
         raise SystemExit(f"unknown BENCH_HANDLER {HANDLER!r}")
