@@ -10,8 +10,8 @@ statements, validation or mapping.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
-import select
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist on
 from .dberrors import database_error, driver_error
 from .dsn import to_sqlalchemy_url
 from .errors import ValidationError
+from .held import HELD, HeldConnections, has_pending_input
 from .jsonb import use_fast_loads
 from .schema import schema_path
 from .sql import STATEMENTS
@@ -80,16 +81,6 @@ _SET_LOCAL_SEARCH_PATH = PYFORMAT["set_local_search_path"]
 
 
 # -- engine and liveness ------------------------------------------------------
-def _has_pending_input(fd: int) -> bool:
-    """Whether the server sent anything to an idle connection, without waiting."""
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
-        return bool(poller.poll(0))
-    readable, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - platforms without poll
-    return bool(readable)
-
-
 def configure_engine(engine: sa.Engine, schema: str, *, poll_only: bool = False) -> None:
     """Every pooled connection starts with search_path = the queue schema, and is checked on checkout.
 
@@ -103,22 +94,29 @@ def configure_engine(engine: sa.Engine, schema: str, *, poll_only: bool = False)
     idle_session_timeout) sends its error and closes the socket, which makes
     it readable, so such a connection is replaced before use. A single enqueue
     is one round trip; a ping per checkout added about a sixth to its time.
+    A connection opened before a fork is the parent's: a child that checks it
+    out drops it unclosed and opens its own.
     """
     path = schema_path(schema)
 
     @sa.event.listens_for(engine, "checkout")
-    def _check_alive(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    def _check_alive(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if record.info.get("pid", os.getpid()) != os.getpid():
+            # Opened before a fork: the socket is the parent's. Dropped unclosed, and replaced.
+            record.dbapi_connection = proxy.dbapi_connection = None
+            raise sa.exc.DisconnectionError("connection opened by the parent process")
         if dbapi_connection.closed or dbapi_connection.broken:
             raise sa.exc.DisconnectionError("connection closed")
         try:
-            pending = _has_pending_input(dbapi_connection.fileno())
+            pending = has_pending_input(dbapi_connection.fileno())
         except (OSError, ValueError, psycopg.Error) as exc:
             raise sa.exc.DisconnectionError(f"connection unusable: {exc}") from exc
         if pending:
             raise sa.exc.DisconnectionError("the server sent data to an idle connection (session ended?)")
 
     @sa.event.listens_for(engine, "connect")
-    def _fast_json(dbapi_connection: Any, _record: Any) -> None:
+    def _fast_json(dbapi_connection: Any, record: Any) -> None:
+        record.info["pid"] = os.getpid()
         use_fast_loads(dbapi_connection)
 
     if poll_only:
@@ -290,8 +288,12 @@ class Database:
         self.engine = create_engine(dsn, schema, pool_size=pool_size, max_overflow=max_overflow, poll_only=poll_only)
         # Same pool; for work that is one statement, so it needs no BEGIN/COMMIT.
         self._autocommit_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        # One-statement calls skip the pool's checkout on a connection held for them; at least two are left
+        # to the pool's other callers.
+        self._held = HeldConnections(self.engine.pool, min(HELD, max(0, pool_size + max_overflow - 2)))
 
     def dispose(self) -> None:
+        self._held.close()
         self.engine.dispose()
 
     def run(self, op: Op[T], connection: Connectable = None, *, mode: Mode = "transaction") -> T:
@@ -313,13 +315,20 @@ class Database:
             raise database_error(exc) from driver_error(exc) or exc
 
     def _autocommit(self, op: Op[T], request: Request) -> T:
-        """A one-statement call on a pooled connection, below SQLAlchemy's Connection.
+        """A one-statement call below SQLAlchemy's Connection: on a held connection, else a pooled one.
 
-        The pool's checkout (and its liveness check) still runs; what is skipped
-        is the Connection object and its isolation-level switching, about a
-        tenth of a single enqueue's time. The connection goes back to the pool
-        in SQLAlchemy's default mode (no autocommit), as the pool expects.
+        A held connection (:mod:`taskqueue.held`) skips the pool's checkout and
+        check-in too. A pooled one skips the Connection object and its
+        isolation-level switching, about a tenth of a single enqueue's time,
+        and goes back to the pool in SQLAlchemy's default mode (no autocommit),
+        as the pool expects.
         """
+        held = self._held.take()
+        if held is not None:
+            try:
+                return _drive(lambda r: _perform_raw(held.driver_connection, r), op, request)  # type: ignore[arg-type]
+            finally:
+                self._held.give_back(held)
         fairy = self.engine.pool.connect()
         try:
             driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]

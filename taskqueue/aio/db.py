@@ -26,13 +26,13 @@ from ..db import (
     DRIVER_STATEMENTS,
     PYFORMAT,
     Mode,
-    _has_pending_input,
     connect_args,
     held_as,
     prepare_flag,
 )
 from ..dberrors import database_error, driver_error
 from ..errors import ValidationError
+from ..held import has_pending_input
 from ..jsonb import use_fast_loads
 from ..schema import schema_path
 from ..sql import STATEMENTS
@@ -110,7 +110,7 @@ class AsyncDatabase:
     @staticmethod
     async def _check(conn: AsyncConn) -> None:
         """A pre-ping without the round trip; see :func:`taskqueue.db.configure_engine`."""
-        if conn.closed or conn.broken or _has_pending_input(conn.fileno()):
+        if conn.closed or conn.broken or has_pending_input(conn.fileno()):
             await conn.close()  # closed, the pool replaces it rather than offering it again
             raise psycopg.OperationalError("the pooled connection is closed or its session ended")
 

@@ -1,0 +1,130 @@
+"""A few pooled connections kept checked out in autocommit, for one-statement calls.
+
+Why: a single enqueue, claim or complete is one autocommit round trip, and
+around it SQLAlchemy's checkout and check-in (the fairy, the events, the
+reset, two autocommit switches) cost about 35 us of client CPU, a quarter of
+what the call spends in Python (docs/performance.md, "The one-statement
+lane"). Held connections skip all of that and keep their prepared
+statements. They are the engine pool's own connections, so the pool's limit
+(``pool_size + max_overflow``) still bounds the total.
+
+A held connection is checked before each use exactly as the pool's checkout
+checks one (closed, broken, or the server's goodbye waiting on the socket);
+one that fails is invalidated and another is taken. When every held
+connection is busy the caller uses the pool as before, so this never waits.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
+from sqlalchemy.pool import Pool, PoolProxiedConnection
+
+#: Held connections per Database: a worker's claimer and completer each find one free.
+HELD = 2
+
+
+def has_pending_input(fd: int) -> bool:
+    """Whether the server sent anything to an idle connection, without waiting."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - platforms without poll
+    return bool(readable)
+
+
+def usable(driver: psycopg.Connection[Any]) -> bool:
+    """Open, not broken, idle, and nothing unread (an ended session makes its socket readable)."""
+    if driver.closed or driver.broken or driver.info.transaction_status != TransactionStatus.IDLE:
+        return False
+    try:
+        return not has_pending_input(driver.fileno())
+    except (OSError, ValueError, psycopg.Error):
+        return False
+
+
+class HeldConnections:
+    """Up to ``size`` connections of ``pool``, in autocommit, handed out one caller at a time.
+
+    Thread-safe. After a fork the child drops the parent's connections
+    unclosed (their sockets are the parent's) and holds its own.
+    """
+
+    def __init__(self, pool: Pool, size: int = HELD) -> None:
+        self._pool = pool
+        self._size = size
+        self._idle: list[PoolProxiedConnection] = []
+        self._parents: list[PoolProxiedConnection] = []  # in a forked child: the parent's, untouched
+        self._held = 0
+        self._closed = False
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def take(self) -> PoolProxiedConnection | None:
+        """A checked connection in autocommit, or None: all are busy (or closed), use the pool."""
+        while True:
+            with self._lock:
+                if self._pid != os.getpid():
+                    # Kept, never collected: a collected fairy would go back to the child's pool.
+                    self._parents.extend(self._idle)
+                    self._idle, self._held, self._pid = [], 0, os.getpid()
+                if self._idle:
+                    fairy = self._idle.pop()
+                elif self._closed or self._held >= self._size:
+                    return None
+                else:
+                    self._held += 1
+                    break
+            if usable(fairy.driver_connection):  # type: ignore[arg-type]
+                return fairy
+            self._drop(fairy, invalidate=True)
+        try:
+            fairy = self._pool.connect()
+            fairy.driver_connection.autocommit = True  # type: ignore[union-attr]
+        except BaseException:
+            with self._lock:
+                self._held -= 1
+            raise
+        return fairy
+
+    def give_back(self, fairy: PoolProxiedConnection) -> None:
+        """Keep it for the next call if it is still sound; otherwise back to the pool, or invalidated."""
+        driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]
+        sound = not driver.closed and not driver.broken and driver.info.transaction_status == TransactionStatus.IDLE
+        with self._lock:
+            if sound and not self._closed and self._pid == os.getpid():
+                self._idle.append(fairy)
+                return
+        self._drop(fairy, invalidate=not sound)
+
+    def close(self) -> None:
+        """Return the idle ones to the pool; busy ones go back when their call ends."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for fairy in idle:
+            self._drop(fairy)
+
+    def _drop(self, fairy: PoolProxiedConnection, *, invalidate: bool = False) -> None:
+        with self._lock:
+            forked = self._pid != os.getpid()
+            if not forked:
+                self._held -= 1
+        if forked:
+            return  # the parent's connection: neither closed nor returned from here
+        if invalidate:
+            fairy.invalidate()  # the pool opens a new one when it is next short
+            return
+        driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]
+        try:
+            driver.autocommit = False  # as the pool expects its connections back
+        except psycopg.Error:
+            fairy.invalidate()
+            return
+        fairy.close()
