@@ -326,7 +326,7 @@ class Database:
         held = self._held.take()
         if held is not None:
             try:
-                return _drive(lambda r: _perform_raw(held.driver_connection, r), op, request)  # type: ignore[arg-type]
+                return _drive(lambda r: _perform_raw(held.driver, r), op, request)
             finally:
                 self._held.give_back(held)
         fairy = self.engine.pool.connect()

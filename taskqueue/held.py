@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import select
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -39,14 +39,29 @@ def has_pending_input(fd: int) -> bool:
     return bool(readable)
 
 
+IDLE = TransactionStatus.IDLE
+
+
+def sound(driver: psycopg.Connection[Any]) -> bool:
+    """Open, not broken, and idle: fit to keep after a call."""
+    return not driver.broken and not driver.closed and driver.pgconn.transaction_status == IDLE
+
+
 def usable(driver: psycopg.Connection[Any]) -> bool:
-    """Open, not broken, idle, and nothing unread (an ended session makes its socket readable)."""
-    if driver.closed or driver.broken or driver.info.transaction_status != TransactionStatus.IDLE:
+    """Sound, and nothing unread (an ended session makes its socket readable): fit to use."""
+    if not sound(driver):
         return False
     try:
         return not has_pending_input(driver.fileno())
     except (OSError, ValueError, psycopg.Error):
         return False
+
+
+class Held(NamedTuple):
+    """A held pool connection and psycopg's connection under it (read once, not per call)."""
+
+    fairy: PoolProxiedConnection
+    driver: psycopg.Connection[Any]
 
 
 class HeldConnections:
@@ -59,14 +74,14 @@ class HeldConnections:
     def __init__(self, pool: Pool, size: int = HELD) -> None:
         self._pool = pool
         self._size = size
-        self._idle: list[PoolProxiedConnection] = []
-        self._parents: list[PoolProxiedConnection] = []  # in a forked child: the parent's, untouched
+        self._idle: list[Held] = []
+        self._parents: list[Held] = []  # in a forked child: the parent's, untouched
         self._held = 0
         self._closed = False
         self._pid = os.getpid()
         self._lock = threading.Lock()
 
-    def take(self) -> PoolProxiedConnection | None:
+    def take(self) -> Held | None:
         """A checked connection in autocommit, or None: all are busy (or closed), use the pool."""
         while True:
             with self._lock:
@@ -75,43 +90,43 @@ class HeldConnections:
                     self._parents.extend(self._idle)
                     self._idle, self._held, self._pid = [], 0, os.getpid()
                 if self._idle:
-                    fairy = self._idle.pop()
+                    held = self._idle.pop()
                 elif self._closed or self._held >= self._size:
                     return None
                 else:
                     self._held += 1
                     break
-            if usable(fairy.driver_connection):  # type: ignore[arg-type]
-                return fairy
-            self._drop(fairy, invalidate=True)
+            if usable(held.driver):
+                return held
+            self._drop(held, invalidate=True)
         try:
             fairy = self._pool.connect()
-            fairy.driver_connection.autocommit = True  # type: ignore[union-attr]
+            driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]
+            driver.autocommit = True
         except BaseException:
             with self._lock:
                 self._held -= 1
             raise
-        return fairy
+        return Held(fairy, driver)
 
-    def give_back(self, fairy: PoolProxiedConnection) -> None:
+    def give_back(self, held: Held) -> None:
         """Keep it for the next call if it is still sound; otherwise back to the pool, or invalidated."""
-        driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]
-        sound = not driver.closed and not driver.broken and driver.info.transaction_status == TransactionStatus.IDLE
+        fit = sound(held.driver)
         with self._lock:
-            if sound and not self._closed and self._pid == os.getpid():
-                self._idle.append(fairy)
+            if fit and not self._closed and self._pid == os.getpid():
+                self._idle.append(held)
                 return
-        self._drop(fairy, invalidate=not sound)
+        self._drop(held, invalidate=not fit)
 
     def close(self) -> None:
         """Return the idle ones to the pool; busy ones go back when their call ends."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for fairy in idle:
-            self._drop(fairy)
+        for held in idle:
+            self._drop(held)
 
-    def _drop(self, fairy: PoolProxiedConnection, *, invalidate: bool = False) -> None:
+    def _drop(self, held: Held, *, invalidate: bool = False) -> None:
         with self._lock:
             forked = self._pid != os.getpid()
             if not forked:
@@ -119,12 +134,11 @@ class HeldConnections:
         if forked:
             return  # the parent's connection: neither closed nor returned from here
         if invalidate:
-            fairy.invalidate()  # the pool opens a new one when it is next short
+            held.fairy.invalidate()  # the pool opens a new one when it is next short
             return
-        driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]
         try:
-            driver.autocommit = False  # as the pool expects its connections back
+            held.driver.autocommit = False  # as the pool expects its connections back
         except psycopg.Error:
-            fairy.invalidate()
+            held.fairy.invalidate()
             return
-        fairy.close()
+        held.fairy.close()

@@ -14,12 +14,12 @@ from taskqueue import DatabaseError, TaskQueue
 
 def backend_of(tq: TaskQueue) -> int:
     """The backend pid of the connection the next one-statement call would use (taken and given back)."""
-    fairy = tq.db._held.take()
-    assert fairy is not None
+    held = tq.db._held.take()
+    assert held is not None
     try:
-        return int(fairy.driver_connection.info.backend_pid)  # type: ignore[union-attr]
+        return int(held.driver.info.backend_pid)
     finally:
-        tq.db._held.give_back(fairy)
+        tq.db._held.give_back(held)
 
 
 def sessions(dsn: str) -> int:
@@ -125,10 +125,10 @@ def test_concurrent_calls_use_at_most_the_held_connections_plus_the_pool(dsn: st
 
 def _child_enqueues(q: TaskQueue, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     try:
-        fairy = q.db._held.take()
-        assert fairy is not None
-        child_backend = fairy.driver_connection.info.backend_pid  # type: ignore[union-attr]
-        q.db._held.give_back(fairy)
+        held = q.db._held.take()
+        assert held is not None
+        child_backend = held.driver.info.backend_pid
+        q.db._held.give_back(held)
         q.enqueue("from the child")
         with q.engine.connect() as conn:  # the pool's own checkout, as a transaction takes one
             pooled_backend = conn.connection.driver_connection.info.backend_pid  # type: ignore[union-attr]
