@@ -301,7 +301,8 @@ def _ours_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dic
 
     shape: Shape = args["shape"]
     rng = random.Random(idx)
-    tq = TaskQueue(args["dsn"], schema=args["schema"], pool_size=1, max_overflow=0)
+    # The defaults, as a user's: one thread opens one connection, held for its one-statement calls.
+    tq = TaskQueue(args["dsn"], schema=args["schema"])
     tq.peek(available=1)
     stop = common.ready(counter, sync)
     n, lat = 0, []
