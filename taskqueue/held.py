@@ -2,10 +2,10 @@
 
 Why: a single enqueue, claim or complete is one autocommit round trip, and
 around it SQLAlchemy's checkout and check-in (the fairy, the events, the
-reset, two autocommit switches) cost about 35 us of client CPU, a quarter of
-what the call spends in Python (docs/performance.md, "The one-statement
-lane"). Held connections skip all of that and keep their prepared
-statements. They are the engine pool's own connections, so the pool's limit
+reset, two autocommit switches) cost 20 to 30 us of client CPU: a sixth of
+a single enqueue's, a fifth of a claim + complete loop's (docs/performance.md,
+"One-statement calls on held connections"). Held connections skip all of
+that and keep their prepared statements. They are the engine pool's own connections, so the pool's limit
 (``pool_size + max_overflow``) still bounds the total.
 
 A held connection is checked before each use exactly as the pool's checkout
@@ -101,11 +101,15 @@ class HeldConnections:
             self._drop(held, invalidate=True)
         try:
             fairy = self._pool.connect()
-            driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]
-            driver.autocommit = True
         except BaseException:
             with self._lock:
                 self._held -= 1
+            raise
+        driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]
+        try:
+            driver.autocommit = True
+        except BaseException:
+            self._drop(Held(fairy, driver), invalidate=True)
             raise
         return Held(fairy, driver)
 
