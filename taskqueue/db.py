@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist on
 from .dberrors import database_error, driver_error
 from .dsn import to_sqlalchemy_url
 from .errors import ValidationError
-from .held import HELD, HeldConnections, has_pending_input
+from .held import HELD, HeldConnections, usable
 from .jsonb import use_fast_loads
 from .schema import schema_path
 from .sql import STATEMENTS
@@ -101,18 +101,13 @@ def configure_engine(engine: sa.Engine, schema: str, *, poll_only: bool = False)
 
     @sa.event.listens_for(engine, "checkout")
     def _check_alive(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-        if record.info.get("pid", os.getpid()) != os.getpid():
+        pid = os.getpid()
+        if record.info.get("pid", pid) != pid:
             # Opened before a fork: the socket is the parent's. Dropped unclosed, and replaced.
             record.dbapi_connection = proxy.dbapi_connection = None
             raise sa.exc.DisconnectionError("connection opened by the parent process")
-        if dbapi_connection.closed or dbapi_connection.broken:
-            raise sa.exc.DisconnectionError("connection closed")
-        try:
-            pending = has_pending_input(dbapi_connection.fileno())
-        except (OSError, ValueError, psycopg.Error) as exc:
-            raise sa.exc.DisconnectionError(f"connection unusable: {exc}") from exc
-        if pending:
-            raise sa.exc.DisconnectionError("the server sent data to an idle connection (session ended?)")
+        if not usable(dbapi_connection):
+            raise sa.exc.DisconnectionError("connection closed, broken, or ended by the server")
 
     @sa.event.listens_for(engine, "connect")
     def _fast_json(dbapi_connection: Any, record: Any) -> None:

@@ -42,13 +42,20 @@ def has_pending_input(fd: int) -> bool:
 IDLE = TransactionStatus.IDLE
 
 
-def sound(driver: psycopg.Connection[Any]) -> bool:
+Driver = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
+
+
+def sound(driver: Driver) -> bool:
     """Open, not broken, and idle: fit to keep after a call."""
     return not driver.broken and not driver.closed and driver.pgconn.transaction_status == IDLE
 
 
-def usable(driver: psycopg.Connection[Any]) -> bool:
-    """Sound, and nothing unread (an ended session makes its socket readable): fit to use."""
+def usable(driver: Driver) -> bool:
+    """Sound, and nothing unread (an ended session makes its socket readable): fit to use.
+
+    The one liveness check, with no round trip: held connections before each
+    use, and both pools' connections at checkout.
+    """
     if not sound(driver):
         return False
     try:

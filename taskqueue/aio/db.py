@@ -32,7 +32,7 @@ from ..db import (
 )
 from ..dberrors import database_error, driver_error
 from ..errors import ValidationError
-from ..held import has_pending_input
+from ..held import usable
 from ..jsonb import use_fast_loads
 from ..schema import schema_path
 from ..sql import STATEMENTS
@@ -110,7 +110,7 @@ class AsyncDatabase:
     @staticmethod
     async def _check(conn: AsyncConn) -> None:
         """A pre-ping without the round trip; see :func:`taskqueue.db.configure_engine`."""
-        if conn.closed or conn.broken or has_pending_input(conn.fileno()):
+        if not usable(conn):
             await conn.close()  # closed, the pool replaces it rather than offering it again
             raise psycopg.OperationalError("the pooled connection is closed or its session ended")
 
