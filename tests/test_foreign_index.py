@@ -10,7 +10,7 @@ amounts 0, 2, 3 and 4 by walking every queued task (500 ms a call at 1M
 tasks). Version 7 leads each probe with its level, which only the level's
 own index orders by. claim_tasks' own reads of claim order may still use
 such an index: over one queue it walks the same rows as ours, plus parked
-ones (measured: no difference on mb_half_pools, see docs/performance.md).
+ones (measured: no difference on mb_half_pools, see docs/performance-history.md).
 """
 
 from __future__ import annotations
