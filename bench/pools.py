@@ -61,7 +61,8 @@ def seed(dsn: str, rows: int, pooled: bool) -> None:
 def _client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
     from taskqueue import TaskQueue
 
-    tq = TaskQueue(args["dsn"], schema=SCHEMA, pool_size=1, max_overflow=0)
+    # The defaults, as a user's: one thread, one connection held for its one-statement calls.
+    tq = TaskQueue(args["dsn"], schema=SCHEMA)
     tq.peek()
     stop = common.ready(counter, sync)
     n = 0

@@ -110,15 +110,60 @@ def test_a_level_of_only_full_pool_tasks_is_parked_and_then_skipped(tq: TaskQueu
     tq.set_pool_limit("net", 0)
     stuck = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 0} for i in range(1200)])
     later = tq.enqueue("later", priority=5)
-    # park_tasks looks at up to 500 rows per call: three claims park all 1,200.
+    # A claim parks up to 500 rows it walked past and the 64 right after them
+    # (park_rows v3): three claims park all 1,200.
     got = tq.claim()
     assert got is not None and got.id == later
-    assert len(parked(dsn)) == 500
+    assert parked(dsn) == stuck[:564]
     assert tq.claim() is None and tq.claim() is None
     assert parked(dsn) == stuck
     tq.set_pool_limit("net", 1)
     assert parked(dsn) == []
     assert tq.claim().id == stuck[0]  # type: ignore[union-attr]
+
+
+def test_a_claim_parks_the_rows_right_after_those_it_walked_past(tq: TaskQueue, dsn: str) -> None:
+    """park_rows v3: the next 64 rows of the same priority whose pool is full, and only those."""
+    tq.set_pool_limit("net", 1)
+    tq.set_pool_limit("open", 5)
+    tq.enqueue("holder", pool="net", priority=-1)
+    running = tq.claim()  # "net" is full from here
+    assert running is not None
+    walked = tq.enqueue_many([{"payload": i, "pool": "net"} for i in range(3)])
+    plain = tq.enqueue("plain")
+    ahead = tq.enqueue_many(
+        [{"payload": i, "pool": "open" if i % 10 == 0 else "net"} for i in range(100)]
+    )
+    behind = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 1} for i in range(5)])
+    got = tq.claim()
+    assert got is not None and got.id == plain
+    # The claim's look read 8 fits (so up to 4 rows of `ahead` count as walked
+    # past); from the last of those, the next 64 rows, of which those in "net".
+    # None in "open" (room), none further, none of another priority.
+    net = [i for n, i in enumerate(ahead) if n % 10 != 0]
+    got_parked = parked(dsn)
+    assert set(walked + net[: 64 - 7]) <= set(got_parked) <= set(walked + [i for i in net if i <= ahead[64 + 4]])
+    assert not set(got_parked) & (set(ahead[::10]) | set(behind))
+    assert tq.check().ok
+    # A release puts every one of them back, in order.
+    tq.complete(running)
+    assert parked(dsn) == []
+
+
+def test_a_descending_claim_parks_ahead_in_its_own_order(tq: TaskQueue, dsn: str) -> None:
+    """Same queue and priority, later ids: next in order="max" too; lower priorities are not read."""
+    tq.set_pool_limit("net", 1)
+    running = tq.enqueue("holder", pool="net", priority=9)
+    assert tq.claim(order="max").id == running  # type: ignore[union-attr]
+    walked = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 5} for i in range(3)])
+    plain = tq.enqueue("plain", priority=5)
+    ahead = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 5} for i in range(10)])
+    lower = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 1} for i in range(5)])
+    got = tq.claim(order="max")
+    assert got is not None and got.id == plain
+    assert parked(dsn) == walked + ahead
+    assert not set(parked(dsn)) & set(lower)
+    assert tq.check().ok
 
 
 def test_stranded_parked_task_is_reported_and_repaired(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]
@@ -178,3 +223,30 @@ def test_parked_tasks_are_not_walked(tq: TaskQueue, dsn: str) -> None:
         after = _claim_buffers(conn)
     assert after < 100, f"a claim past 5,000 parked tasks touched {after} buffers"
     assert walking > 10 * after, (walking, after)
+
+
+def _park_buffers(conn: psycopg.Connection, ids: list[int]) -> int:
+    """Buffers of one park_rows call, rolled back. Run twice on one connection: the first call plans."""
+    row = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT park_rows(%s, '{}')", (ids,)).fetchone()
+    conn.rollback()
+    assert row is not None
+    plan = row[0][0]["Plan"]
+    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
+
+
+def test_parking_reads_the_pools_it_names_whatever_the_pools_table_holds(tq: TaskQueue, dsn: str) -> None:
+    """Pools are looked up by name (park_rows v3): 50,000 idle pools cost a park nothing more."""
+    tq.set_pool_limit("net", 0)
+    ids = tq.enqueue_many([{"payload": i, "pool": "net"} for i in range(8)])
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.commit()
+        _park_buffers(conn, ids)
+        few = _park_buffers(conn, ids)
+        with psycopg.connect(dsn, autocommit=True) as other:
+            other.execute("INSERT INTO taskqueue.pools (name) SELECT 'idle-' || g FROM generate_series(1, 50000) g")
+            other.execute("VACUUM ANALYZE taskqueue.pools")
+        _park_buffers(conn, ids)
+        many = _park_buffers(conn, ids)
+    assert parked(dsn) == []  # rolled back
+    assert many <= few + 4, f"park_rows read {few} buffers over 1 pool and {many} over 50,001"
