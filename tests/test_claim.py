@@ -264,6 +264,33 @@ def test_claim_many_interleaves_queues_by_id(tq: TaskQueue) -> None:
     assert [t.id for t in packed] == [ids[5], ids[6], ids[8]]
 
 
+def test_a_burst_of_due_tasks_is_promoted_in_one_pass(tq: TaskQueue, dsn: str) -> None:
+    """claim_tasks v23: each due task's entry in ix_tasks_scheduled is read once, not once per batch.
+
+    Version 22 promoted 1,000 at a time, each batch from the start of the
+    index, stepping over the entries of the rows its earlier batches had
+    promoted: 5,000 due tasks cost 40,005 entries read, and a burst of N
+    quadratic time (154 s for the first claim after 1,000,000, 57 s now).
+    """
+    n = 5000
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "INSERT INTO taskqueue.tasks (queue, payload, priority, required, state, max_attempts, run_at) "
+            "SELECT 'default', '{}'::jsonb, g %% 10, 0, 'scheduled', 3, now() - interval '1 minute'"
+            " FROM generate_series(1, %s) g",
+            (n,),
+        )
+        conn.commit()
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        got = conn.execute("SELECT id, priority FROM claim_tasks(NULL, 1, NULL, 'burst', 60, false)").fetchone()
+        read = conn.execute("SELECT pg_stat_get_xact_tuples_returned('ix_tasks_scheduled'::regclass)").fetchone()
+        queued = conn.execute("SELECT count(*) FROM tasks WHERE state = 'queued'").fetchone()
+        conn.rollback()
+    assert got is not None and got[1] == 0
+    assert queued is not None and queued[0] == n - 1  # every due task promoted, one of them claimed
+    assert read is not None and n <= read[0] <= n + 10, f"{read[0]} index entries read to promote {n} tasks"
+
+
 def test_many_due_scheduled_tasks_do_not_hide_a_better_priority(tq: TaskQueue, dsn: str) -> None:
     # A burst of due retries must not push a better-priority due task out of reach.
     with psycopg.connect(dsn) as conn:
