@@ -4,6 +4,15 @@ N tasks spread over 2,000 /24 pools with limit 2; 90% of the tasks sit in
 pools that are already full (two running tasks held by another worker).
 Consumers claim and complete in a loop. The same consumers then run the same
 workload with no pools at all; the target is a ratio of at least 0.5.
+
+``--only big`` (also part of a full run): one big pool. Half of the tasks,
+interleaved with the other half by id, belong to one pool of limit 2, the
+rest to none, as when a scanner queues one large network beside other work.
+Ours is measured against the same rows with no pools, and against a naive
+loop that maintains the pool's count itself (claim: the first queued task
+whose pool is not full, FOR UPDATE SKIP LOCKED, then the pool's count +1;
+complete: done, then the count -1). Reported, not a target: it shows what a
+release that unparks a large pool costs.
 """
 
 from __future__ import annotations
@@ -104,9 +113,104 @@ def measure(dsn: str, rows: int, pooled: bool, seconds: float) -> dict[str, Any]
     }
 
 
+BIG_SCHEMA = "bench_pools_big"
+BIG_ROWS = 100_000
+SEED_BIG = """
+INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
+SELECT 'default', '{}'::jsonb, 0, 0, CASE WHEN %(pooled)s AND g %% 2 = 0 THEN 'big' END, 'queued', 3
+  FROM generate_series(1, %(rows)s) g
+"""
+NAIVE_CLAIM = """
+SELECT t.id, t.pool FROM tasks t
+ WHERE t.state = 'queued'
+   AND (t.pool IS NULL OR NOT EXISTS (SELECT 1 FROM pools p WHERE p.name = t.pool AND p.running >= p.running_limit))
+ ORDER BY t.priority, t.id FOR UPDATE SKIP LOCKED LIMIT 1
+"""
+
+
+def seed_big(dsn: str, rows: int, pooled: bool, naive: bool) -> None:
+    common.fresh_queue(dsn, BIG_SCHEMA).close()
+    statements: list[Any] = ["INSERT INTO pools (name, running_limit, running) VALUES ('big', 2, 0)",
+                             (SEED_BIG, {"rows": rows, "pooled": pooled})]
+    if naive:
+        statements.append("CREATE INDEX bench_naive ON tasks (priority, id) WHERE state = 'queued'")
+    common.execute(dsn, BIG_SCHEMA, *statements, "VACUUM ANALYZE tasks", "VACUUM ANALYZE pools")
+
+
+def _ours_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
+    from taskqueue import TaskQueue
+
+    tq = TaskQueue(args["dsn"], schema=BIG_SCHEMA)
+    tq.peek()
+    stop = common.ready(counter, sync)
+    n = 0
+    while not stop.is_set():
+        task = tq.claim(worker=f"big-{idx}")
+        if task is None:
+            break
+        tq.complete(task)
+        n += 1
+        counter.value = n
+    tq.close()
+    return {"count": n}
+
+
+def _naive_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
+    import psycopg
+
+    conn = psycopg.connect(args["dsn"])
+    conn.execute("SELECT set_config('search_path', %s, false)", (BIG_SCHEMA,))
+    conn.commit()
+    stop = common.ready(counter, sync)
+    n = 0
+    while not stop.is_set():
+        row = conn.execute(NAIVE_CLAIM).fetchone()
+        if row is None:
+            conn.rollback()
+            break
+        task_id, pool = row
+        if pool is not None and conn.execute(
+            "UPDATE pools SET running = running + 1 WHERE name = %s AND running < running_limit RETURNING 1", (pool,)
+        ).fetchone() is None:
+            conn.rollback()  # full since the look: another claim took the slot
+            continue
+        conn.execute("UPDATE tasks SET state = 'running', attempts = attempts + 1, worker = 'naive',"
+                     " started_at = now(), lease_token = gen_random_uuid(),"
+                     " lease_expires_at = now() + interval '60 seconds' WHERE id = %s", (task_id,))
+        conn.commit()
+        conn.execute("UPDATE tasks SET state = 'done', lease_token = NULL, lease_expires_at = NULL, finished_at = now()"
+                     " WHERE id = %s", (task_id,))
+        if pool is not None:
+            conn.execute("UPDATE pools SET running = running - 1 WHERE name = %s", (pool,))
+        conn.commit()
+        n += 1
+        counter.value = n
+    conn.close()
+    return {"count": n}
+
+
+def measure_big(dsn: str, rows: int, seconds: float) -> dict[str, Any]:
+    """One pool of limit 2 holding half the tasks: ours, the naive loop, and ours with no pools."""
+    out: dict[str, Any] = {"rows": rows, "limit": 2, "pooled_share": 0.5, "clients": CLIENTS}
+    for label, fn, pooled, naive in (("ours", _ours_big, True, False), ("naive", _naive_big, True, True),
+                                     ("ours_no_pools", _ours_big, False, False)):
+        seed_big(dsn, rows, pooled, naive)
+        elapsed, _, count = common.run_clients(fn, CLIENTS, {"dsn": dsn}, label=f"big pool: {label} x{CLIENTS}",
+                                               total=seconds, seconds=seconds)
+        out[label] = {"claims": count, "seconds": elapsed, "per_second": count / elapsed}
+        out[label]["over_limit"] = common.scalar(
+            dsn, BIG_SCHEMA, "SELECT count(*) FROM pools WHERE running_limit IS NOT NULL AND running > running_limit")
+    common.drop_schema(dsn, BIG_SCHEMA)
+    out["ours_vs_naive"] = common.ratio(out["ours"]["per_second"], out["naive"]["per_second"])
+    out["ours_vs_no_pools"] = common.ratio(out["ours"]["per_second"], out["ours_no_pools"]["per_second"])
+    return out
+
+
 def run(opts: common.Options) -> dict[str, Any]:
     rows = opts.rows or DEFAULT_ROWS
     seconds = opts.seconds or 10.0
+    if opts.only == "big":
+        return {"scenario": "pools", "big_pool": measure_big(opts.dsn, opts.rows or BIG_ROWS, seconds)}
     with_pools = measure(opts.dsn, rows, True, seconds)
     without = measure(opts.dsn, rows, False, seconds)
     limit = common.physical_limit(opts.dsn, CLIENTS)
@@ -125,4 +229,5 @@ def run(opts: common.Options) -> dict[str, Any]:
         "with_pools_vs_limit": common.ratio(with_pools["per_second"], limit["per_second"]),
         "without_pools_vs_limit": common.ratio(without["per_second"], limit["per_second"]),
         "targets": {"pools_ratio_ge_0_5": r >= 0.5},
+        "big_pool": measure_big(opts.dsn, BIG_ROWS if opts.rows is None else max(1, opts.rows // 2), seconds),
     }

@@ -35,6 +35,12 @@ def table(r: dict[str, Any]) -> str:
     if p:
         rows.append(f"| 2. full pools, {p['rows']:,} tasks / {p['pools']:,} pools | {_f(p['with_pools']['per_second'])} claim+complete/s | no pools {_f(p['without_pools']['per_second'])}/s | {_f(p['ratio_pools_vs_none'], 2)} | ≥ 0.5 | {'yes' if p['targets']['pools_ratio_ge_0_5'] else 'no'} |")
         rows.append(f"| 5. pools vs limit (8 clients) | {_f(p['with_pools']['per_second'])} /s | {_f(p['limit']['per_second'])} /s | {_f(p['with_pools_vs_limit'], 2)} | (report) | — |")
+    big = (p or {}).get("big_pool") or r.get("pools_big", {}).get("big_pool")
+    if big:
+        rows.append(f"| 2. one big pool: half of {big['rows']:,} tasks, limit 2 | "
+                    f"{_f(big['ours']['per_second'])} claim+complete/s | naive loop {_f(big['naive']['per_second'])}/s; "
+                    f"no pools {_f(big['ours_no_pools']['per_second'])}/s | {_f(big['ours_vs_naive'], 2)} of naive | "
+                    "(report) | — |")
     d = r.get("drain")
     if d and "table" in d:
         for row in d["table"]:
