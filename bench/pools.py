@@ -71,7 +71,7 @@ def _client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str
     from taskqueue import TaskQueue
 
     # The defaults, as a user's: one thread, one connection held for its one-statement calls.
-    tq = TaskQueue(args["dsn"], schema=SCHEMA)
+    tq = TaskQueue(args["dsn"], schema=args.get("schema", SCHEMA))
     tq.peek()
     stop = common.ready(counter, sync)
     n = 0
@@ -137,29 +137,11 @@ def seed_big(dsn: str, rows: int, pooled: bool, naive: bool) -> None:
     common.execute(dsn, BIG_SCHEMA, *statements, "VACUUM ANALYZE tasks", "VACUUM ANALYZE pools")
 
 
-def _ours_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
-    from taskqueue import TaskQueue
-
-    tq = TaskQueue(args["dsn"], schema=BIG_SCHEMA)
-    tq.peek()
-    stop = common.ready(counter, sync)
-    n = 0
-    while not stop.is_set():
-        task = tq.claim(worker=f"big-{idx}")
-        if task is None:
-            break
-        tq.complete(task)
-        n += 1
-        counter.value = n
-    tq.close()
-    return {"count": n}
-
-
 def _naive_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
     import psycopg
 
     conn = psycopg.connect(args["dsn"])
-    conn.execute("SELECT set_config('search_path', %s, false)", (BIG_SCHEMA,))
+    conn.execute("SELECT set_config('search_path', %s, false)", (args["schema"],))
     conn.commit()
     stop = common.ready(counter, sync)
     n = 0
@@ -192,11 +174,11 @@ def _naive_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[
 def measure_big(dsn: str, rows: int, seconds: float) -> dict[str, Any]:
     """One pool of limit 2 holding half the tasks: ours, the naive loop, and ours with no pools."""
     out: dict[str, Any] = {"rows": rows, "limit": 2, "pooled_share": 0.5, "clients": CLIENTS}
-    for label, fn, pooled, naive in (("ours", _ours_big, True, False), ("naive", _naive_big, True, True),
-                                     ("ours_no_pools", _ours_big, False, False)):
+    for label, fn, pooled, naive in (("ours", _client, True, False), ("naive", _naive_big, True, True),
+                                     ("ours_no_pools", _client, False, False)):
         seed_big(dsn, rows, pooled, naive)
-        elapsed, _, count = common.run_clients(fn, CLIENTS, {"dsn": dsn}, label=f"big pool: {label} x{CLIENTS}",
-                                               total=seconds, seconds=seconds)
+        elapsed, _, count = common.run_clients(fn, CLIENTS, {"dsn": dsn, "schema": BIG_SCHEMA},
+                                               label=f"big pool: {label} x{CLIENTS}", total=seconds, seconds=seconds)
         out[label] = {"claims": count, "seconds": elapsed, "per_second": count / elapsed}
         out[label]["over_limit"] = common.scalar(
             dsn, BIG_SCHEMA, "SELECT count(*) FROM pools WHERE running_limit IS NOT NULL AND running > running_limit")
