@@ -11,8 +11,8 @@ tasks are made due at once, then
   promotion (each skips the rows another holds), and the time until all 8
   have their task.
 
-``--old claim_tasks.v22`` measures an older claim function beside today's,
-on a copy of the same rows, the two interleaved (one round each by default).
+``--old claim_tasks.v22`` then measures an older claim function the same
+way, on the same rows seeded again (one round each, today's first).
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import psycopg
-
-from . import common, versions
+from . import common, shapes, versions
 
 NEW, OLD = "bench_due_new", "bench_due_old"
 DEFAULT_ROWS = 200_000
@@ -41,9 +39,7 @@ def seed(dsn: str, schema: str, rows: int, old: str | None) -> None:
 
 
 def _client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
-    with psycopg.connect(args["dsn"]) as conn:
-        conn.execute("SELECT set_config('search_path', %s, false)", (f'"{args["schema"]}"',))
-        conn.commit()
+    with shapes._connect(args) as conn:
         common.ready(counter, sync)
         t0 = time.perf_counter()
         got = conn.execute("SELECT id FROM claim_tasks(NULL, 1, NULL, %s, 60, false)", (f"burst-{idx}",)).fetchone()

@@ -27,6 +27,7 @@ DEFAULT_ROWS = 200_000
 POOLS = 2_000
 FULL_SHARE = 0.9
 SCHEMA = "bench_pools"
+OVER_LIMIT = "SELECT count(*) FROM pools WHERE running_limit IS NOT NULL AND running > running_limit"
 
 SEED_POOLS = """
 INSERT INTO pools (name, running_limit, running)
@@ -100,7 +101,7 @@ def measure(dsn: str, rows: int, pooled: bool, seconds: float) -> dict[str, Any]
     per_client_first = [x for r in res for x in r["lat"][: max(1, len(r["lat"]) // 10)]]
     per_client_last = [x for r in res for x in r["lat"][-max(1, len(r["lat"]) // 10) :]]
     over = common.scalar(
-        dsn, SCHEMA, "SELECT count(*) FROM pools WHERE running_limit IS NOT NULL AND running > running_limit"
+        dsn, SCHEMA, OVER_LIMIT
     )
     return {
         "claims": count,
@@ -138,11 +139,9 @@ def seed_big(dsn: str, rows: int, pooled: bool, naive: bool) -> None:
 
 
 def _naive_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
-    import psycopg
+    from .shapes import _connect
 
-    conn = psycopg.connect(args["dsn"])
-    conn.execute("SELECT set_config('search_path', %s, false)", (args["schema"],))
-    conn.commit()
+    conn = _connect(args)
     stop = common.ready(counter, sync)
     n = 0
     while not stop.is_set():
@@ -181,7 +180,7 @@ def measure_big(dsn: str, rows: int, seconds: float) -> dict[str, Any]:
                                                label=f"big pool: {label} x{CLIENTS}", total=seconds, seconds=seconds)
         out[label] = {"claims": count, "seconds": elapsed, "per_second": count / elapsed}
         out[label]["over_limit"] = common.scalar(
-            dsn, BIG_SCHEMA, "SELECT count(*) FROM pools WHERE running_limit IS NOT NULL AND running > running_limit")
+            dsn, BIG_SCHEMA, OVER_LIMIT)
     common.drop_schema(dsn, BIG_SCHEMA)
     out["ours_vs_naive"] = common.ratio(out["ours"]["per_second"], out["naive"]["per_second"])
     out["ours_vs_no_pools"] = common.ratio(out["ours"]["per_second"], out["ours_no_pools"]["per_second"])

@@ -185,16 +185,20 @@ def test_stranded_parked_task_is_reported_and_repaired(full_pool, dsn: str) -> N
     assert tq.claim().id == waiting[0]  # type: ignore[union-attr]
 
 
-def _claim_buffers(conn: psycopg.Connection) -> int:
-    """Buffers of one claim, rolled back. Run twice on one connection: the first call plans."""
-    row = conn.execute(
-        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM claim_tasks(NULL, 1, NULL, 'plan-test', 60, false)"
-    ).fetchone()
+def _buffers(conn: psycopg.Connection, sql: str, params: tuple[object, ...] = ()) -> tuple[int, int]:
+    """(buffers, rows) of one statement, rolled back. Run twice on one connection: the first call plans."""
+    row = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}", params).fetchone()
     conn.rollback()
     assert row is not None
     plan = row[0][0]["Plan"]
-    assert plan["Actual Rows"] == 1
-    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
+    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0)), int(plan["Actual Rows"])
+
+
+def _claim_buffers(conn: psycopg.Connection) -> int:
+    """Buffers of one claim, rolled back."""
+    buffers, rows = _buffers(conn, "SELECT * FROM claim_tasks(NULL, 1, NULL, 'plan-test', 60, false)")
+    assert rows == 1
+    return buffers
 
 
 def test_parked_tasks_are_not_walked(tq: TaskQueue, dsn: str) -> None:
@@ -226,12 +230,8 @@ def test_parked_tasks_are_not_walked(tq: TaskQueue, dsn: str) -> None:
 
 
 def _park_buffers(conn: psycopg.Connection, ids: list[int]) -> int:
-    """Buffers of one park_rows call, rolled back. Run twice on one connection: the first call plans."""
-    row = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT park_rows(%s, '{}')", (ids,)).fetchone()
-    conn.rollback()
-    assert row is not None
-    plan = row[0][0]["Plan"]
-    return int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0))
+    """Buffers of one park_rows call, rolled back."""
+    return _buffers(conn, "SELECT park_rows(%s, '{}')", (ids,))[0]
 
 
 def test_parking_reads_the_pools_it_names_whatever_the_pools_table_holds(tq: TaskQueue, dsn: str) -> None:
