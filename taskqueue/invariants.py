@@ -28,6 +28,7 @@ CHECKS: dict[str, str] = {
     "attempts_exceeded": "attempts never exceed max_attempts",
     "overdue_scheduled": "no scheduled task is overdue by more than 5 seconds while claims run",
     "parked_in_open_pool": "a parked task's pool exists and is full (else it is stranded out of the claim index)",
+    "parked_not_queued": "only a queued task is parked (else it goes back to the queue parked, out of the claim index)",
 }
 
 SEVERITIES = ("violation", "warning")
@@ -138,6 +139,7 @@ def repairs_of(changed: RepairRows) -> list[Repair]:
         for i in changed.expired_leases
     ]
     done += [Repair("promote_scheduled", f"task {i}", "promoted the overdue task to queued") for i in changed.promoted]
+    done += [Repair("unpark_task", f"task {i}", f"cleared its parked flag: it is {s}") for i, s in changed.unqueued]
     done += [Repair("unpark_task", f"task {i}", f"unparked it: pool {pool} has room") for i, pool in changed.unparked]
     done += [Repair("recount_pool", f"pool {pool}", f"running {old} -> {new}") for pool, old, new in changed.recounted]
     return done

@@ -205,3 +205,21 @@ def test_migrate_from_built_wheel(empty_dsn: str, tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "1"
     assert versions(empty_dsn) == [head_revision()]
+
+
+def test_upgrade_to_0033_clears_parked_tasks_that_are_not_queued(empty_dsn: str) -> None:
+    """claim_tasks v23 could start a task it had just parked; 0033 clears what it left behind."""
+    assert _alembic(["upgrade", "0032"], empty_dsn).returncode == 0
+    with TaskQueue(empty_dsn) as tq:
+        tq.set_pool_limit("net", 2)
+        ran, waits = tq.enqueue_many([{"payload": 1, "pool": "net"}, {"payload": 2, "pool": "net"}])
+        assert tq.claim().id == ran  # type: ignore[union-attr]
+    with psycopg.connect(empty_dsn) as conn:  # as v23 left them: one started parked, one parked with room
+        conn.execute("UPDATE taskqueue.tasks SET parked = true WHERE id = ANY(%s)", ([ran, waits],))
+    up = _alembic(["upgrade", "head"], empty_dsn)
+    assert up.returncode == 0, up.stderr
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM taskqueue.tasks WHERE parked").fetchone() == (0,)
+    with TaskQueue(empty_dsn) as tq:
+        assert tq.check().ok
+        assert tq.claim().id == waits  # type: ignore[union-attr]

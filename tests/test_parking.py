@@ -6,7 +6,9 @@ commit, so parking never changes what a claim returns, only what it walks.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -164,6 +166,95 @@ def test_a_descending_claim_parks_ahead_in_its_own_order(tq: TaskQueue, dsn: str
     assert parked(dsn) == walked + ahead
     assert not set(parked(dsn)) & set(lower)
     assert tq.check().ok
+
+
+def parked_not_queued(dsn: str) -> list[tuple[int, str]]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT id, state FROM taskqueue.tasks WHERE parked AND state <> 'queued' ORDER BY id").fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+@pytest.mark.parametrize(
+    "how",
+    [{}, {"available": 5}, {"limit": 3}, {"order": "max"}, {"order": "max", "available": 5}, {"order": "max", "limit": 3}],
+    ids=["asc", "asc-fit", "asc-many", "max", "max-fit", "max-many"],
+)
+def test_a_task_a_claim_takes_is_never_parked(tq: TaskQueue, dsn: str, how: dict[str, object]) -> None:
+    """claim_tasks v24: a claim starts what it takes before it parks.
+
+    The claim walks past rows of a full pool, then takes T, whose pool it fills;
+    T comes right after the walked rows, where park_rows parks ahead. Parked
+    first (v23, order="max"), T ran parked and came back from a failure parked,
+    out of the claim index while its pool had room.
+    """
+    tq.set_pool_limit("full", 1)
+    tq.set_pool_limit("x", 1)
+    tq.enqueue("holder", pool="full", priority=-1)
+    assert tq.claim() is not None  # "full" is full from here
+    tq.enqueue_many([{"payload": i, "pool": "full"} for i in range(3)])
+    target = tq.enqueue("T", pool="x")
+    others = tq.enqueue_many([{"payload": i, "pool": "x"} for i in range(3)])
+    kwargs = dict(how)
+    limit = kwargs.pop("limit", None)
+    got = tq.claim_many(limit=limit, **kwargs) if limit else [tq.claim(**kwargs)]  # type: ignore[arg-type]
+    assert [t.id for t in got if t is not None] == [target]
+    assert parked_not_queued(dsn) == []
+    assert set(parked(dsn)) >= set(others)  # "x" is full now: its other rows were parked
+    assert tq.check().ok
+    tq.fail(got[0], "again", retry_in=0)  # back to queued, its slot freed
+    assert not set(parked(dsn)) & {*others, target}
+    again = tq.claim(**kwargs)  # type: ignore[arg-type]
+    assert again is not None and again.id == target
+    assert tq.check().ok
+
+
+def test_random_claims_never_leave_a_parked_task_that_is_not_queued(tq: TaskQueue, dsn: str) -> None:
+    """Random claims (either order, with and without a fit, a list, a batch) over pooled tasks, with
+    completions and failures between them: after every claim only queued tasks are parked, and the
+    checker finds nothing. On claim_tasks v23 this seed broke it in both orders."""
+    rng = random.Random(20261127)
+    pools = ["p0", "p1", "p2", "p3"]
+    for pool in pools:
+        tq.set_pool_limit(pool, rng.randint(1, 3))
+    tq.enqueue_many(
+        {"payload": i, "pool": rng.choice([*pools, None]), "priority": rng.randint(0, 2),
+         "required": rng.randint(1, 4), "queue": rng.choice(["a", "b"])}
+        for i in range(300)
+    )
+    held: list[Any] = []
+    for _ in range(150):
+        kwargs: dict[str, Any] = {}
+        if rng.random() < 0.5:
+            kwargs["order"] = "max"
+        if rng.random() < 0.5:
+            kwargs["available"] = rng.randint(1, 8)
+        if rng.random() < 0.3:
+            kwargs["queues"] = rng.choice([["a"], ["b"], ["a", "b"]])
+        limit = rng.choice([None, None, 2, 4])
+        got = tq.claim_many(limit=limit, **kwargs) if limit else [tq.claim(**kwargs)]
+        held += [t for t in got if t is not None]
+        assert parked_not_queued(dsn) == [], kwargs
+        if held and rng.random() < 0.5:
+            task = held.pop(rng.randrange(len(held)))
+            if rng.random() < 0.5:
+                tq.complete(task)
+            else:
+                tq.fail(task, "again", retry_in=0)
+    assert tq.check().ok
+
+
+def test_a_parked_task_that_is_not_queued_is_reported_and_repaired(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]
+    tq, running, _waiting, _plain = full_pool
+    with psycopg.connect(dsn) as conn:  # what claim_tasks v23 could leave behind
+        conn.execute("UPDATE taskqueue.tasks SET parked = true WHERE id = %s", (running.id,))
+    report = tq.check()
+    assert {v.check for v in report.violations} == {"parked_not_queued"}
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT check_name, subject FROM taskqueue.invariant_violations").fetchall()
+    assert rows == [("parked_not_queued", f"task {running.id}")]
+    fixed = tq.check(repair=True)
+    assert fixed.ok and [(r.action, r.subject) for r in fixed.repaired] == [("unpark_task", f"task {running.id}")]
+    assert parked_not_queued(dsn) == []
 
 
 def test_stranded_parked_task_is_reported_and_repaired(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]

@@ -26,6 +26,9 @@ SELECT * FROM invariant_overdue_scheduled ORDER BY task_id;
 -- name: check_parked_in_open_pool
 SELECT * FROM invariant_parked_in_open_pool ORDER BY task_id;
 
+-- name: check_parked_not_queued
+SELECT * FROM invariant_parked_not_queued ORDER BY task_id;
+
 -- name: set_local_lock_timeout
 -- Repair: wait at most this long for any lock, for this transaction only, so
 -- a repair yields to claims and completions instead of joining a deadlock.
@@ -87,6 +90,13 @@ RETURNING id;
 UPDATE tasks SET state = 'queued'
  WHERE state = 'scheduled' AND run_at < now() - interval '5 seconds'
 RETURNING id;
+
+-- name: unpark_unqueued_tasks
+-- Repair: only a queued task is parked. Runs before unpark_open_pool_tasks,
+-- so a running task cleared here that goes back to queued later is claimable.
+UPDATE tasks SET parked = false
+ WHERE parked AND state <> 'queued'
+RETURNING id, state;
 
 -- name: unpark_open_pool_tasks
 -- Repair: parked tasks whose pool has room (or no row) go back into the claim

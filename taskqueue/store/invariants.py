@@ -32,6 +32,7 @@ class RepairRows:
     cleared_leases: list[tuple[int, str]]
     expired_leases: list[int]
     promoted: list[int]
+    unqueued: list[tuple[int, str]]
     unparked: list[tuple[int, str | None]]
     recounted: list[tuple[str, int, int]]
 
@@ -52,6 +53,7 @@ def repair() -> Op[RepairRows]:
     cleared = yield from rows("clear_finished_leases")
     expired = yield from rows("expire_leaseless_tasks")
     promoted = yield from rows("promote_overdue_scheduled")
+    unqueued = yield from rows("unpark_unqueued_tasks")
     unparked = yield from rows("unpark_open_pool_tasks")
     yield from execute("ensure_pools_of_running_tasks")
     yield from execute("lock_all_pools")
@@ -60,6 +62,7 @@ def repair() -> Op[RepairRows]:
         cleared_leases=[(r["id"], r["state"]) for r in cleared],
         expired_leases=[r["id"] for r in expired],
         promoted=[r["id"] for r in promoted],
+        unqueued=[(r["id"], r["state"]) for r in unqueued],
         unparked=[(r["id"], r["pool"]) for r in unparked],
         recounted=[(r["name"], r["stored"], r["running"]) for r in recounted],
     )
