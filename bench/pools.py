@@ -8,6 +8,8 @@ workload with no pools at all; the target is a ratio of at least 0.5.
 ``--only big`` (also part of a full run): one big pool. Half of the tasks,
 interleaved with the other half by id, belong to one pool of limit 2, the
 rest to none, as when a scanner queues one large network beside other work.
+``--only big_head``: the same, with the pool's half queued first (ids
+1..N/2), so every claim of other work must get past all of it.
 Ours is measured against the same rows with no pools, and against a naive
 loop that maintains the pool's count itself (claim: the first queued task
 whose pool is not full, FOR UPDATE SKIP LOCKED, then the pool's count +1;
@@ -118,9 +120,13 @@ BIG_SCHEMA = "bench_pools_big"
 BIG_ROWS = 100_000
 SEED_BIG = """
 INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
-SELECT 'default', '{}'::jsonb, 0, 0, CASE WHEN %(pooled)s AND g %% 2 = 0 THEN 'big' END, 'queued', 3
+SELECT 'default', '{}'::jsonb, 0, 0,
+       CASE WHEN %(pooled)s AND (CASE WHEN %(head)s THEN g <= %(rows)s / 2 ELSE g %% 2 = 0 END) THEN 'big' END,
+       'queued', 3
   FROM generate_series(1, %(rows)s) g
 """
+#: Where the big pool's half of the tasks sits in claim order.
+BIG_LAYOUTS = ("interleaved", "head")
 NAIVE_CLAIM = """
 SELECT t.id, t.pool FROM tasks t
  WHERE t.state = 'queued'
@@ -129,10 +135,10 @@ SELECT t.id, t.pool FROM tasks t
 """
 
 
-def seed_big(dsn: str, rows: int, pooled: bool, naive: bool) -> None:
+def seed_big(dsn: str, rows: int, pooled: bool, naive: bool, layout: str) -> None:
     common.fresh_queue(dsn, BIG_SCHEMA).close()
     statements: list[Any] = ["INSERT INTO pools (name, running_limit, running) VALUES ('big', 2, 0)",
-                             (SEED_BIG, {"rows": rows, "pooled": pooled})]
+                             (SEED_BIG, {"rows": rows, "pooled": pooled, "head": layout == "head"})]
     if naive:
         statements.append("CREATE INDEX bench_naive ON tasks (priority, id) WHERE state = 'queued'")
     common.execute(dsn, BIG_SCHEMA, *statements, "VACUUM ANALYZE tasks", "VACUUM ANALYZE pools")
@@ -170,14 +176,15 @@ def _naive_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[
     return {"count": n}
 
 
-def measure_big(dsn: str, rows: int, seconds: float) -> dict[str, Any]:
+def measure_big(dsn: str, rows: int, seconds: float, layout: str = "interleaved") -> dict[str, Any]:
     """One pool of limit 2 holding half the tasks: ours, the naive loop, and ours with no pools."""
-    out: dict[str, Any] = {"rows": rows, "limit": 2, "pooled_share": 0.5, "clients": CLIENTS}
+    out: dict[str, Any] = {"rows": rows, "limit": 2, "pooled_share": 0.5, "clients": CLIENTS, "layout": layout}
     for label, fn, pooled, naive in (("ours", _client, True, False), ("naive", _naive_big, True, True),
                                      ("ours_no_pools", _client, False, False)):
-        seed_big(dsn, rows, pooled, naive)
+        seed_big(dsn, rows, pooled, naive, layout)
         elapsed, _, count = common.run_clients(fn, CLIENTS, {"dsn": dsn, "schema": BIG_SCHEMA},
-                                               label=f"big pool: {label} x{CLIENTS}", total=seconds, seconds=seconds)
+                                               label=f"big pool ({layout}): {label} x{CLIENTS}", total=seconds,
+                                               seconds=seconds)
         out[label] = {"claims": count, "seconds": elapsed, "per_second": count / elapsed}
         out[label]["over_limit"] = common.scalar(
             dsn, BIG_SCHEMA, OVER_LIMIT)
@@ -192,6 +199,8 @@ def run(opts: common.Options) -> dict[str, Any]:
     seconds = opts.seconds or 10.0
     if opts.only == "big":
         return {"scenario": "pools", "big_pool": measure_big(opts.dsn, opts.rows or BIG_ROWS, seconds)}
+    if opts.only == "big_head":
+        return {"scenario": "pools", "big_pool_head": measure_big(opts.dsn, opts.rows or BIG_ROWS, seconds, "head")}
     with_pools = measure(opts.dsn, rows, True, seconds)
     without = measure(opts.dsn, rows, False, seconds)
     limit = common.physical_limit(opts.dsn, CLIENTS)
@@ -211,4 +220,6 @@ def run(opts: common.Options) -> dict[str, Any]:
         "without_pools_vs_limit": common.ratio(without["per_second"], limit["per_second"]),
         "targets": {"pools_ratio_ge_0_5": r >= 0.5},
         "big_pool": measure_big(opts.dsn, BIG_ROWS if opts.rows is None else max(1, opts.rows // 2), seconds),
+        "big_pool_head": measure_big(opts.dsn, BIG_ROWS if opts.rows is None else max(1, opts.rows // 2), seconds,
+                                     "head"),
     }

@@ -35,9 +35,11 @@ def table(r: dict[str, Any]) -> str:
     if p:
         rows.append(f"| 2. full pools, {p['rows']:,} tasks / {p['pools']:,} pools | {_f(p['with_pools']['per_second'])} claim+complete/s | no pools {_f(p['without_pools']['per_second'])}/s | {_f(p['ratio_pools_vs_none'], 2)} | ≥ 0.5 | {'yes' if p['targets']['pools_ratio_ge_0_5'] else 'no'} |")
         rows.append(f"| 5. pools vs limit (8 clients) | {_f(p['with_pools']['per_second'])} /s | {_f(p['limit']['per_second'])} /s | {_f(p['with_pools_vs_limit'], 2)} | (report) | — |")
-    big = (p or {}).get("big_pool") or r.get("pools_big", {}).get("big_pool")
-    if big:
-        rows.append(f"| 2. one big pool: half of {big['rows']:,} tasks, limit 2 | "
+    bigs = [(p or {}).get("big_pool") or r.get("pools_big", {}).get("big_pool"),
+            (p or {}).get("big_pool_head") or r.get("pools_big_head", {}).get("big_pool_head")]
+    for big in filter(None, bigs):
+        where = "queued first" if big.get("layout") == "head" else "interleaved"
+        rows.append(f"| 2. one big pool: half of {big['rows']:,} tasks ({where}), limit 2 | "
                     f"{_f(big['ours']['per_second'])} claim+complete/s | naive loop {_f(big['naive']['per_second'])}/s; "
                     f"no pools {_f(big['ours_no_pools']['per_second'])}/s | {_f(big['ours_vs_naive'], 2)} of naive | "
                     "(report) | — |")

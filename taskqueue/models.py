@@ -196,6 +196,7 @@ class PoolRow(Base):
     running_limit: Mapped[int | None] = mapped_column(POOL_COUNT, comment="Most running tasks allowed at once; NULL means no limit.")
     running: Mapped[int] = mapped_column(POOL_COUNT, server_default=text("0"), comment="Tasks of this pool in state running, exactly.")
     limit_changed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When running_limit was last set; claims since then all saw it.")
+    freed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When the pool last went from full to having room; its tasks are not parked for a second after.")
 
 
 class WorkerRow(Base):

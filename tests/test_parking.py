@@ -257,6 +257,75 @@ def test_a_parked_task_that_is_not_queued_is_reported_and_repaired(full_pool, ds
     assert parked_not_queued(dsn) == []
 
 
+def _freed_at(dsn: str, pool: str) -> object:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT freed_at FROM taskqueue.pools WHERE name = %s", (pool,)).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def test_a_pool_that_just_had_room_is_walked_past_not_parked(tq: TaskQueue, dsn: str) -> None:
+    """park_rows v4: a pool freed in the last second fills and frees again soon; its tasks stay unparked.
+
+    Parking them would only have the next release unpark them again (one big pool of limit 2
+    ran at 0.40 of a naive loop that way). A second after its last free slot it is parked as before.
+    """
+    tq.set_pool_limit("net", 1)
+    first = tq.enqueue("first", pool="net", priority=-1)
+    assert _freed_at(dsn, "net") is None
+    running = tq.claim()
+    assert running is not None and running.id == first
+    tq.complete(running)  # full -> room: the release marks the pool freed
+    assert _freed_at(dsn, "net") is not None
+    waiting = tq.enqueue_many([{"payload": i, "pool": "net"} for i in range(20)])
+    plain = tq.enqueue("plain")
+    holder = tq.claim()
+    assert holder is not None and holder.id == waiting[0]  # "net" is full again
+    got = tq.claim()
+    assert got is not None and got.id == plain  # walked past the 19 others of "net"
+    assert parked(dsn) == []
+    assert tq.check().ok
+    with psycopg.connect(dsn) as conn:  # a second later, as far as the pool knows
+        conn.execute("UPDATE taskqueue.pools SET freed_at = freed_at - interval '2 seconds' WHERE name = 'net'")
+    tq.enqueue("plain again")
+    assert tq.claim().payload == "plain again"  # type: ignore[union-attr]
+    assert parked(dsn) == waiting[1:]
+    tq.complete(holder)  # and a release unparks them, as before
+    assert parked(dsn) == []
+    assert tq.claim().id == waiting[1]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("how", ["complete", "raise limit", "no limit", "recount"])
+def test_every_way_a_full_pool_gets_room_marks_it_freed(full_pool, dsn: str, how: str) -> None:  # type: ignore[no-untyped-def]
+    tq, running, _waiting, _plain = full_pool
+    assert _freed_at(dsn, "net") is None
+    if how == "complete":
+        tq.complete(running)
+    elif how == "raise limit":
+        tq.set_pool_limit("net", 2)
+    elif how == "no limit":
+        tq.set_pool_limit("net", None)
+    else:
+        with psycopg.connect(dsn) as conn:
+            conn.execute("UPDATE taskqueue.pools SET running = 0 WHERE name = 'net'")
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT freed_at BETWEEN now() - interval '1 minute' AND now()"
+                           " FROM taskqueue.pools WHERE name = 'net'").fetchone()
+    assert row == (True,)  # set just now, by the database's clock
+
+
+def test_filling_a_pool_does_not_mark_it_freed(tq: TaskQueue, dsn: str) -> None:
+    tq.set_pool_limit("net", 2)
+    tq.enqueue_many([{"payload": i, "pool": "net"} for i in range(3)])
+    a, b = tq.claim(), tq.claim()
+    assert a is not None and b is not None
+    tq.set_pool_limit("net", 1)  # lowered below running: still full
+    tq.complete(a)  # 2 -> 1 of limit 1: still full, not freed
+    assert _freed_at(dsn, "net") is None
+    tq.complete(b)
+    assert _freed_at(dsn, "net") is not None
+
+
 def test_stranded_parked_task_is_reported_and_repaired(full_pool, dsn: str) -> None:  # type: ignore[no-untyped-def]
     tq, running, waiting, plain = full_pool
     assert tq.claim().id == plain  # type: ignore[union-attr]
