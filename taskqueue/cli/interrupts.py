@@ -6,13 +6,17 @@ interrupted``. A second SIGINT while it winds down, or any SIGINT once the
 command has returned, ends the process at once with ``os._exit``: there is no
 bookkeeping left that an exit could tear (the embedded server's only state is
 PostgreSQL's own and an ``flock`` the kernel drops), and nothing left that
-could print an "Exception ignored in atexit callback" traceback.
+could print an "Exception ignored in atexit callback" traceback. Once the
+interpreter shuts down (the exit handlers run), a SIGINT is ignored: Python
+puts the default action back as it finishes, and a signal that landed then
+killed the process by SIGINT instead of letting it exit with its status.
 
 While a worker runs it takes the signals over and gives them back after.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 from types import FrameType
@@ -40,9 +44,15 @@ def told() -> None:
 
 
 def finished() -> None:
-    """The command is done: from now on a SIGINT ends the process quietly."""
+    """The command is done: from now on a SIGINT ends the process quietly, and is ignored once it exits."""
     global _finished
+    if not _finished:
+        atexit.register(_ignore_from_now_on)  # the last registered: the first exit handler to run
     _finished = True
+
+
+def _ignore_from_now_on() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def before_start() -> NoReturn:
