@@ -125,8 +125,6 @@ SELECT 'default', '{}'::jsonb, 0, 0,
        'queued', 3
   FROM generate_series(1, %(rows)s) g
 """
-#: Where the big pool's half of the tasks sits in claim order.
-BIG_LAYOUTS = ("interleaved", "head")
 NAIVE_CLAIM = """
 SELECT t.id, t.pool FROM tasks t
  WHERE t.state = 'queued'

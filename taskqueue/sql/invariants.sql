@@ -92,8 +92,8 @@ UPDATE tasks SET state = 'queued'
 RETURNING id;
 
 -- name: unpark_unqueued_tasks
--- Repair: only a queued task is parked. Runs before unpark_open_pool_tasks,
--- so a running task cleared here that goes back to queued later is claimable.
+-- Repair: only a queued task is parked. A running, scheduled or finished one
+-- loses the flag, so it is in the claim index when it is queued again.
 UPDATE tasks SET parked = false
  WHERE parked AND state <> 'queued'
 RETURNING id, state;
