@@ -308,11 +308,11 @@
 --    looked again from its answer, then took (five statements and the
 --    calls around them). Ascending only: descending, a bucket's first rows
 --    in claim order are not its first in the index, and a claim goes the
---    general way as before. Taken only while no candidate ahead
---    is pooled: a pooled one goes the general way (the look takes its slot
---    with it), and the session skips step S for the next c_dry_skips such
---    claims (taskqueue.small_skip; the hint skips a statement, never a row).
---    Every candidate locked elsewhere: the general way too.
+--    general way as before. Taken only while no candidate ahead is pooled:
+--    a pooled one goes the general way (the look takes its slot with it),
+--    and the session skips step S for the next c_dry_skips such claims
+--    (taskqueue.small_skip; the hint skips a statement, never a row). Every
+--    candidate locked elsewhere: the general way too.
 -- ix_tasks_claim_any has the predicate "... AND id > 0" (version 9,
 --    migration 0012), and only the statements over every queue state it, so
 --    no other statement can use that index. Every id is positive (a CHECK
@@ -496,9 +496,9 @@ BEGIN
         -- rows in claim order are among the first c_head of each bucket.
         -- Read them (no lock), merged in claim order. The candidates ahead
         -- of the first pooled one are locked in that order with SKIP LOCKED
-        -- and the first one locked is started, as the look's take does. A pooled candidate first (its slot wants the
-        -- pool's lock) or every candidate taken elsewhere: the general way
-        -- below, from the start.
+        -- and the first one locked is started, as the look's take does. A
+        -- pooled candidate first (its slot wants the pool's lock) or every
+        -- candidate taken elsewhere: the general way below, from the start.
         v_small := current_setting('taskqueue.small_skip', true);
         IF v_small ~ '^[1-9][0-9]?$' THEN
             PERFORM set_config('taskqueue.small_skip', (v_small::integer - 1)::text, false);
