@@ -15,7 +15,6 @@ import pytest
 from tests.test_claim_desc_lost import _fits_in_claim_order as fits_in_claim_order
 from tests.test_claim_desc_lost import _seed as seed_deadlines
 from tests.test_claim_plan import _calls_in_transaction
-from tests.test_claim_small_step import skip_step_s
 
 pytestmark = pytest.mark.slow
 
@@ -34,11 +33,9 @@ def _seed(conn: psycopg.Connection, pool: str | None = None) -> list[int]:
 
 
 def test_a_task_with_no_pool_is_started_without_take_task(dsn: str) -> None:
-    """The general way (step S of version 26 skipped, as after a pooled candidate)."""
     with psycopg.connect(dsn) as conn:
         fits = _seed(conn)
         conn.commit()
-        skip_step_s(conn)
         row = conn.execute(
             "SELECT id, state, attempts, worker, lease_token IS NOT NULL, lease_expires_at > now() "
             "FROM claim_tasks(4, 1, NULL, 'w', 60, true)"

@@ -4,9 +4,9 @@ Below 16 every bucket holds one size, so the first fitting rows in claim order
 are among the first few of each bucket that fits. Step S reads those, merges
 them, and locks and starts the first that no one holds. It must take exactly
 what the plain rule takes (tests/test_claim_exact.py's reference) over every
-queue and over one named queue, with ties of priority, rows
-locked elsewhere and pools open and full; and it must leave to the general
-way what it cannot settle (a pooled candidate first, every candidate locked).
+queue and over one named queue, with ties of priority, rows locked elsewhere
+and pools open and full; and it must leave to the general way what it cannot
+settle (a pooled candidate first, every candidate locked).
 The random claims below are in both orders: descending ones go the general way.
 """
 
@@ -23,12 +23,6 @@ from tests.test_claim_exact import reference, snapshot
 from tests.test_claim_plan import _calls_in_transaction
 
 QUEUES = ("a", "b", "c")
-
-
-def skip_step_s(conn: psycopg.Connection) -> None:
-    """Commit the session's hint that sends its next small claims the general way (the tests of that way)."""
-    conn.execute("SELECT set_config('taskqueue.small_skip', '99', false)")
-    conn.commit()
 
 
 def small_tasks(rng: random.Random, n: int, pools: bool) -> list[dict[str, Any]]:
