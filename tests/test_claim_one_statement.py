@@ -15,6 +15,7 @@ import pytest
 from tests.test_claim_desc_lost import _fits_in_claim_order as fits_in_claim_order
 from tests.test_claim_desc_lost import _seed as seed_deadlines
 from tests.test_claim_plan import _calls_in_transaction
+from tests.test_claim_small_step import skip_step_s
 
 pytestmark = pytest.mark.slow
 
@@ -33,9 +34,11 @@ def _seed(conn: psycopg.Connection, pool: str | None = None) -> list[int]:
 
 
 def test_a_task_with_no_pool_is_started_without_take_task(dsn: str) -> None:
+    """The general way (step S skipped, as after a full pool's fit)."""
     with psycopg.connect(dsn) as conn:
         fits = _seed(conn)
         conn.commit()
+        skip_step_s(conn)
         row = conn.execute(
             "SELECT id, state, attempts, worker, lease_token IS NOT NULL, lease_expires_at > now() "
             "FROM claim_tasks(4, 1, NULL, 'w', 60, true)"
@@ -59,9 +62,11 @@ def test_a_locked_task_is_passed_over_for_the_next_fit(dsn: str) -> None:
 
 
 def test_a_pooled_task_still_takes_its_pool_slot(dsn: str) -> None:
+    """The general way (step S skipped: it takes a pooled task's slot in its own statement)."""
     with psycopg.connect(dsn) as conn:
         fits = _seed(conn, pool="p-one-statement")
         conn.commit()
+        skip_step_s(conn)
         ids = [r[0] for r in conn.execute(CLAIM).fetchall()]
         running = conn.execute("SELECT running FROM pools WHERE name = 'p-one-statement'").fetchone()
         conn.rollback()

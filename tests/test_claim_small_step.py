@@ -1,4 +1,4 @@
-"""A single ascending claim of less than 16 reads its candidates and takes one in two statements (claim_tasks v26).
+"""A single claim of less than 16 reads its candidates and takes one in two statements (claim_tasks v26, v27).
 
 Below 16 every bucket holds one size, so the first fitting rows in claim order
 are among the first few of each bucket that fits. Step S reads those, merges
@@ -7,7 +7,10 @@ what the plain rule takes (tests/test_claim_exact.py's reference) over every
 queue and over one named queue, with ties of priority, rows locked elsewhere
 and pools open and full; and it must leave to the general way what it cannot
 settle (a pooled candidate first, every candidate locked).
-The random claims below are in both orders: descending ones go the general way.
+Descending (version 27), each bucket is read backward, so a bucket's lowest
+priority read may be cut short: only the rows above the highest cut are
+candidates, and with none (the best priority fills a bucket) the claim goes
+the general way. The random claims below are in both orders.
 """
 
 from __future__ import annotations
@@ -23,6 +26,12 @@ from tests.test_claim_exact import reference, snapshot
 from tests.test_claim_plan import _calls_in_transaction
 
 QUEUES = ("a", "b", "c")
+
+
+def skip_step_s(conn: psycopg.Connection) -> None:
+    """Commit the session's hint that sends its next small claims the general way (the tests of that way)."""
+    conn.execute("SELECT set_config('taskqueue.small_skip', '99', false)")
+    conn.commit()
 
 
 def small_tasks(rng: random.Random, n: int, pools: bool) -> list[dict[str, Any]]:
@@ -127,24 +136,46 @@ def test_every_candidate_locked_goes_the_general_way(dsn: str) -> None:
     assert hint is not None and hint[0] in (None, "")
 
 
-def test_a_pooled_candidate_first_is_taken_the_general_way_and_the_session_skips_step_s(dsn: str) -> None:
-    """The best fit is pooled: the general way takes it with its pool's slot,
-    and the next 15 claims of the session skip step S (a statement in vain),
-    counting down; then step S runs again."""
+def test_a_pooled_candidate_is_taken_with_its_slot_by_the_claim_alone(dsn: str) -> None:
+    """Every task in one pool with room (version 27): step S takes the best fit
+    and its pool's slot in its own statements, 16 times, with no other
+    function called and the pool's count exact."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         _seed(conn, DEADLINES, (4900, "p", 5000))
         conn.execute("INSERT INTO pools (name, running_limit) VALUES ('p', 1000)")
-        best = conn.execute("SELECT id FROM tasks WHERE required <= 4 ORDER BY priority, id LIMIT 1").fetchone()
+        best = [int(r[0]) for r in conn.execute(
+            "SELECT id FROM tasks WHERE required <= 4 ORDER BY priority, id LIMIT 16").fetchall()]
+        got = [conn.execute("SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, false)").fetchone()[0]  # type: ignore[index]
+               for _ in range(15)]
+        conn.execute("BEGIN")
+        last, calls = _calls_in_transaction(conn, "SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, false)")
+        hint = conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()
+        running = conn.execute("SELECT running FROM pools WHERE name = 'p'").fetchone()
+    assert got == best[:15] and last == [best[15]]
+    assert set(calls) == {"claim_tasks"}, calls
+    assert hint is not None and hint[0] in (None, "")
+    assert running == (15,)  # the 16th claim was rolled back, its slot with it
+
+
+def test_a_full_pools_fit_first_is_passed_the_general_way_and_the_session_skips_step_s(dsn: str) -> None:
+    """The best fits are in a full pool: the general way passes them (and parks
+    them) and takes the best fit of a pool with room; the next 15 claims of
+    the session skip step S (a statement in vain), counting down."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        _seed(conn, DEADLINES, (4900, "p", 5000))
+        conn.execute("UPDATE tasks SET pool = 'open' WHERE id % 2 = 0")
+        conn.execute("INSERT INTO pools (name, running_limit) VALUES ('p', 0), ('open', NULL)")
+        best = conn.execute("SELECT id FROM tasks WHERE required <= 4 AND pool = 'open' ORDER BY priority, id LIMIT 1").fetchone()
         first = conn.execute("SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, false)").fetchall()
         hints = [conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()[0]]  # type: ignore[index]
         for _ in range(15):
             assert conn.execute("SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, false)").fetchall()
             hints.append(conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()[0])  # type: ignore[index]
-        running = conn.execute("SELECT running FROM pools WHERE name = 'p'").fetchone()
+        running = conn.execute("SELECT name, running FROM pools ORDER BY name").fetchall()
     assert best is not None and first == [best]
     assert hints[0] == "15"
     assert hints[1:] == [str(n) for n in range(14, -1, -1)]
-    assert running == (16,)
+    assert running == [("open", 16), ("p", 0)]
 
 
 def test_a_hint_that_is_not_a_count_is_ignored(dsn: str) -> None:
@@ -156,3 +187,74 @@ def test_a_hint_that_is_not_a_count_is_ignored(dsn: str) -> None:
         best = conn.execute("SELECT id FROM tasks WHERE required <= 4 ORDER BY priority, id LIMIT 1").fetchone()
     assert best is not None and ids == [best[0]]
     assert calls == {"claim_tasks": 1}, calls
+
+
+DEADLINES_MAX = ("INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
+                 "SELECT 'default', '{}'::jsonb, g, CASE WHEN g <= %s THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END, "
+                 "%s, 'queued', 3 FROM generate_series(1, %s) g")
+
+
+@pytest.mark.parametrize("queues", ["NULL", "ARRAY['default']"])
+def test_a_small_descending_claim_is_settled_by_the_claim_alone(dsn: str, queues: str) -> None:
+    """order=max, every task its own priority, the fits at the lowest
+    priorities: the best fit is taken with no other function called, even with
+    the first three fits locked elsewhere, over every queue and over one queue."""
+    with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
+        _seed(conn, DEADLINES_MAX, (100, None, 5000))
+        fits = [int(r[0]) for r in conn.execute(
+            "SELECT id FROM tasks WHERE required <= 4 ORDER BY priority DESC, id LIMIT 4").fetchall()]
+        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fits[:3],))
+        claim = f"SELECT id FROM claim_tasks(4, 1, {queues}, 'w', 60, true)"
+        ids, calls = _calls_in_transaction(conn, claim)
+        hint = conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()
+        other.rollback()
+    assert ids == [fits[3]]
+    assert calls == {"claim_tasks": 1}, calls
+    assert hint is not None and hint[0] in (None, "")
+
+
+def _insert(conn: psycopg.Connection, rows: list[tuple[int, int]]) -> list[int]:
+    """(priority, required) rows in this order; their ids."""
+    return [int(conn.execute(
+        "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+        "VALUES ('default', '{}'::jsonb, %s, %s, 'queued', 3) RETURNING id", row).fetchone()[0])  # type: ignore[index]
+        for row in rows]
+
+
+def test_a_descending_read_cut_short_inside_a_priority_never_passes_its_oldest_row(dsn: str) -> None:
+    """Bucket 1 holds priorities 100 down to 93 (8 rows, read backward) and an
+    older row of 93 it does not read; bucket 2 one row of 93. Only 94..100 are
+    candidates. With all seven locked elsewhere, the claim must take the
+    oldest row of 93 (the first inserted), which step S never read."""
+    with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        oldest, _ = _insert(conn, [(93, 1), (93, 2)])
+        above = _insert(conn, [(p, 1) for p in range(93, 101)])[1:]
+        conn.commit()
+        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (above,))
+        ids, _ = _calls_in_transaction(conn, "SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, true)")
+        other.rollback()
+        conn.rollback()
+    with psycopg.connect(dsn) as fresh:  # a session of its own: no call counted from the claim above
+        fresh.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        first, calls = _calls_in_transaction(fresh, "SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, true)")
+    assert ids == [oldest]
+    assert first == [above[-1]]  # priority 100, with nothing locked: step S alone
+    assert calls == {"claim_tasks": 1}, calls
+
+
+def test_a_best_priority_that_fills_a_bucket_goes_the_general_way_and_the_session_skips_step_s(dsn: str) -> None:
+    """One priority, 20 tasks that need 1: bucket 1's last 8 rows are all of
+    it, so no row is above the cut. The general way takes the oldest, and the
+    session skips step S for the next 15 such claims, counting down."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        ids = _insert(conn, [(5, 1)] * 20)
+        got, hints = [], []
+        for _ in range(3):
+            got += [r[0] for r in conn.execute("SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, true)").fetchall()]
+            hints.append(conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()[0])  # type: ignore[index]
+    assert got == ids[:3]
+    assert hints == ["15", "14", "13"]

@@ -36,13 +36,13 @@ def _claim_until_empty(dsn: str, start: Any, out: Any, index: int, available: in
     out.put(ids)
 
 
-def _hold_pool_claims(dsn: str, start: Any, out: Any, index: int) -> None:
+def _hold_pool_claims(dsn: str, start: Any, out: Any, index: int, available: int | None, order: str) -> None:
     held: list[tuple[int, str]] = []
     with TaskQueue(dsn, pool_size=1, max_overflow=0) as tq:
         start.wait(60)
         misses = 0
         while misses < 3:
-            task = tq.claim()
+            task = tq.claim(available=available, order=order)  # type: ignore[arg-type]
             if task is None:
                 misses += 1
                 continue
@@ -91,14 +91,22 @@ def test_four_processes_never_claim_an_id_twice(tq: TaskQueue, dsn: str) -> None
     assert attempts == 1
 
 
-def test_four_processes_fill_pools_exactly_to_their_limits(tq: TaskQueue, dsn: str) -> None:
+@pytest.mark.parametrize(("available", "order"), [(None, "min"), (4, "min"), (4, "max")])
+def test_four_processes_fill_pools_exactly_to_their_limits(
+    tq: TaskQueue, dsn: str, available: int | None, order: str
+) -> None:
+    """Every claim kind that takes a pool's slot: step 0 (no amount), and
+    step S in both orders (less than 16 available, sizes 1 to 3, priorities
+    mixed so a pooled fit comes first or behind full pools' fits)."""
     limits = {f"10.0.{i}.0/24": 1 + i % 4 for i in range(12)}
     for name, limit in limits.items():
         tq.set_pool_limit(name, limit)
-    specs = [{"payload": {"n": n}, "pool": name} for name in limits for n in range(15)]
-    specs += [{"payload": {"free": n}, "pool": "unlimited"} for n in range(20)]
+    specs = [{"payload": {"n": n}, "pool": name, "priority": (n * 7) % 5, "required": 1 + n % 3}
+             for name in limits for n in range(15)]
+    specs += [{"payload": {"free": n}, "pool": "unlimited", "priority": n % 5, "required": 1 + n % 3}
+              for n in range(20)]
     tq.enqueue_many(specs)
-    results = _run(_hold_pool_claims, dsn)
+    results = _run(_hold_pool_claims, dsn, available, order)
     held = [item for part in results for item in part]
     per_pool: dict[str, int] = {}
     for _tid, pool in held:
