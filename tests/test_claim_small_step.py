@@ -6,7 +6,8 @@ them, and locks and starts the first that no one holds. It must take exactly
 what the plain rule takes (tests/test_claim_exact.py's reference) over every
 queue and over one named queue, with ties of priority, rows locked elsewhere
 and pools open and full; and it must leave to the general way what it cannot
-settle (a pooled candidate first, every candidate locked).
+settle (the first candidate's pool full under its lock, every candidate
+locked). A pooled candidate's slot is taken with it (version 27).
 Descending (version 27), each bucket is read backward, so a bucket's lowest
 priority read may be cut short: only the rows above the highest cut are
 candidates, and with none (the best priority fills a bucket) the claim goes
@@ -158,7 +159,8 @@ def test_a_pooled_candidate_is_taken_with_its_slot_by_the_claim_alone(dsn: str) 
 
 
 def test_a_full_pools_fit_first_is_passed_the_general_way_and_the_session_skips_step_s(dsn: str) -> None:
-    """The best fits are in a full pool: the general way passes them (and parks
+    """The best fits are in a full pool: step S's take finds it full under the
+    pool's lock and starts nothing, the general way passes them (and parks
     them) and takes the best fit of a pool with room; the next 15 claims of
     the session skip step S (a statement in vain), counting down."""
     with psycopg.connect(dsn, autocommit=True) as conn:

@@ -320,10 +320,12 @@
 --    highest such cut, over all the buckets read, was read, so those rows,
 --    merged in claim order (priority DESC, id), are the first fits in claim
 --    order. None above it (the best priority fills a bucket): the general
---    way, and the session skips step S as after a full pool's fit. A
---    candidate in a pool with room is taken with its slot, as the look takes
---    it (version 26 sent every pooled candidate the general way); the
---    candidates end at the first fit whose pool is full.
+--    way, and the session skips step S for its next c_dry_skips small
+--    claims. Pooled candidates are taken by step S too (version 26 sent a
+--    pooled one first the general way): the take asks the first lockable
+--    candidate's pool for a slot under its lock, as the look's take does.
+--    A full pool there starts nothing, and the claim goes the general way
+--    (which parks that task), the session skipping step S as before.
 -- ix_tasks_claim_any has the predicate "... AND id > 0" (version 9,
 --    migration 0012), and only the statements over every queue state it, so
 --    no other statement can use that index. Every id is positive (a CHECK
@@ -506,10 +508,10 @@ BEGIN
         -- bucket from 0 to what is available holds tasks of one size that
         -- fits, so the first fitting rows in claim order are among the
         -- first c_head of each bucket (ascending) or among the last.
-        -- Read them (no lock), merged in claim order. The candidates ahead of the first fit whose pool is
-        -- full are locked in that order with SKIP LOCKED and the first one
-        -- locked is started, with its pool's slot when it has a pool (version
-        -- 27), as the look's take does. A full pool's fit first, or every
+        -- Read them (no lock), merged in claim order. They are locked in
+        -- that order with SKIP LOCKED and the first one locked is started,
+        -- with its pool's slot when it has a pool (version 27), as the
+        -- look's take does. Its pool full under the lock, or every
         -- candidate taken elsewhere: the general way below, from the start.
         v_small := current_setting('taskqueue.small_skip', true);
         IF v_small ~ '^[1-9][0-9]?$' THEN
@@ -525,100 +527,69 @@ BEGIN
             -- each plan starts only its own scan: a first cut of version 27
             -- with both in one statement, gated by one-time filters, cost
             -- 11% more instructions a claim + done than version 26 on
-            -- deadlines. A fit is a candidate until the first one read
-            -- whose pool is full (the general way parks it); a pooled
-            -- candidate's slot is taken with it (version 27). blocked: a
-            -- full pool's fit at or before the row; the window runs under
-            -- the LIMIT, so only about the c_head rows kept ask the pools
-            -- table, and a row with no pool asks nothing.
+            -- deadlines. No pool is read here (a cut that asked the pools
+            -- table for the rows kept cost 3% more on a shape with no
+            -- pools, for the subquery's start alone): the take asks a
+            -- pooled candidate's pool under its lock (version 27).
             IF p_descending AND p_queues IS NULL THEN
                 -- Read backward, a bucket's rows come in (priority DESC, id
                 -- DESC): one that gave c_head rows may hold more of the lowest
                 -- priority it read (its cut). The rows above the highest cut
                 -- (top) are every fit of their priorities, so only they are
-                -- candidates (version 27). top is found a level below, so
-                -- the window on full pools runs under the LIMIT.
-                SELECT array_agg(k.id ORDER BY k.priority DESC, k.id)
-                         FILTER (WHERE NOT k.blocked AND (k.top IS NULL OR k.priority > k.top)),
+                -- candidates (version 27).
+                SELECT array_agg(k.id ORDER BY k.priority DESC, k.id) FILTER (WHERE k.top IS NULL OR k.priority > k.top),
                        count(*),
-                       bool_or(k.pool IS NOT NULL) FILTER (WHERE NOT k.blocked AND (k.top IS NULL OR k.priority > k.top))
+                       bool_or(k.pool IS NOT NULL) FILTER (WHERE k.top IS NULL OR k.priority > k.top)
                   INTO v_cands, v_nfit, v_pooled
-                  FROM (SELECT r.id, r.priority, r.pool, r.top,
-                               bool_or(r.pool IS NOT NULL
-                                       AND EXISTS (SELECT 1 FROM pools p
-                                                    WHERE p.name = r.pool AND p.running_limit IS NOT NULL
-                                                      AND p.running >= p.running_limit))
-                                 OVER (ORDER BY r.priority DESC, r.id) AS blocked
-                          FROM (SELECT c.id, c.priority, c.pool, max(c.cut) OVER () AS top
-                                  FROM generate_series(0, p_available::integer) AS b(n)
-                                 CROSS JOIN LATERAL (
-                                       SELECT x.id, x.priority, x.pool,
-                                              CASE WHEN count(*) OVER () = c_head THEN min(x.priority) OVER () END AS cut
-                                         FROM (SELECT t.id, t.priority, t.pool FROM tasks t
-                                                WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.bucket < 16
-                                                  AND (t.bucket, t.priority, t.id) < (b.n + 1, -2147483648, 0)
-                                                  AND t.bucket >= b.n
-                                                ORDER BY t.bucket DESC, t.priority DESC, t.id DESC LIMIT c_head) x) c) r
+                  FROM (SELECT r.id, r.priority, r.pool, max(r.cut) OVER () AS top
+                          FROM generate_series(0, p_available::integer) AS b(n)
+                         CROSS JOIN LATERAL (
+                               SELECT x.id, x.priority, x.pool,
+                                      CASE WHEN count(*) OVER () = c_head THEN min(x.priority) OVER () END AS cut
+                                 FROM (SELECT t.id, t.priority, t.pool FROM tasks t
+                                        WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.bucket < 16
+                                          AND (t.bucket, t.priority, t.id) < (b.n + 1, -2147483648, 0)
+                                          AND t.bucket >= b.n
+                                        ORDER BY t.bucket DESC, t.priority DESC, t.id DESC LIMIT c_head) x) r
                          ORDER BY r.priority DESC, r.id LIMIT c_head) k;
             ELSIF p_descending THEN
-                SELECT array_agg(k.id ORDER BY k.priority DESC, k.id)
-                         FILTER (WHERE NOT k.blocked AND (k.top IS NULL OR k.priority > k.top)),
+                SELECT array_agg(k.id ORDER BY k.priority DESC, k.id) FILTER (WHERE k.top IS NULL OR k.priority > k.top),
                        count(*),
-                       bool_or(k.pool IS NOT NULL) FILTER (WHERE NOT k.blocked AND (k.top IS NULL OR k.priority > k.top))
+                       bool_or(k.pool IS NOT NULL) FILTER (WHERE k.top IS NULL OR k.priority > k.top)
                   INTO v_cands, v_nfit, v_pooled
-                  FROM (SELECT r.id, r.priority, r.pool, r.top,
-                               bool_or(r.pool IS NOT NULL
-                                       AND EXISTS (SELECT 1 FROM pools p
-                                                    WHERE p.name = r.pool AND p.running_limit IS NOT NULL
-                                                      AND p.running >= p.running_limit))
-                                 OVER (ORDER BY r.priority DESC, r.id) AS blocked
-                          FROM (SELECT c.id, c.priority, c.pool, max(c.cut) OVER () AS top
-                                  FROM generate_series(0, p_available::integer) AS b(n)
-                                 CROSS JOIN LATERAL (
-                                       SELECT x.id, x.priority, x.pool,
-                                              CASE WHEN count(*) OVER () = c_head THEN min(x.priority) OVER () END AS cut
-                                         FROM (SELECT t.id, t.priority, t.pool FROM tasks t
-                                                WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1]
-                                                  AND (t.bucket, t.priority, t.id) < (b.n + 1, -2147483648, 0)
-                                                  AND t.bucket >= b.n
-                                                ORDER BY t.bucket DESC, t.priority DESC, t.id DESC LIMIT c_head) x) c) r
+                  FROM (SELECT r.id, r.priority, r.pool, max(r.cut) OVER () AS top
+                          FROM generate_series(0, p_available::integer) AS b(n)
+                         CROSS JOIN LATERAL (
+                               SELECT x.id, x.priority, x.pool,
+                                      CASE WHEN count(*) OVER () = c_head THEN min(x.priority) OVER () END AS cut
+                                 FROM (SELECT t.id, t.priority, t.pool FROM tasks t
+                                        WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1]
+                                          AND (t.bucket, t.priority, t.id) < (b.n + 1, -2147483648, 0)
+                                          AND t.bucket >= b.n
+                                        ORDER BY t.bucket DESC, t.priority DESC, t.id DESC LIMIT c_head) x) r
                          ORDER BY r.priority DESC, r.id LIMIT c_head) k;
             ELSIF p_queues IS NULL THEN
-                SELECT array_agg(k.id ORDER BY k.priority, k.id) FILTER (WHERE NOT k.blocked),
-                       count(*),
-                       bool_or(k.pool IS NOT NULL) FILTER (WHERE NOT k.blocked)
+                SELECT array_agg(k.id ORDER BY k.priority, k.id), count(*), bool_or(k.pool IS NOT NULL)
                   INTO v_cands, v_nfit, v_pooled
-                  FROM (SELECT r.id, r.priority, r.pool,
-                               bool_or(r.pool IS NOT NULL
-                                       AND EXISTS (SELECT 1 FROM pools p
-                                                    WHERE p.name = r.pool AND p.running_limit IS NOT NULL
-                                                      AND p.running >= p.running_limit))
-                                 OVER (ORDER BY r.priority, r.id) AS blocked
+                  FROM (SELECT s.id, s.priority, s.pool
                           FROM generate_series(0, p_available::integer) AS b(n)
                          CROSS JOIN LATERAL (
                                SELECT t.id, t.priority, t.pool FROM tasks t
                                 WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.bucket < 16
                                   AND (t.bucket, t.priority, t.id) > (b.n, -2147483648, 0) AND t.bucket <= b.n
-                                ORDER BY t.bucket, t.priority, t.id LIMIT c_head) r
-                         ORDER BY r.priority, r.id LIMIT c_head) k;
+                                ORDER BY t.bucket, t.priority, t.id LIMIT c_head) s
+                         ORDER BY s.priority, s.id LIMIT c_head) k;
             ELSE
-                SELECT array_agg(k.id ORDER BY k.priority, k.id) FILTER (WHERE NOT k.blocked),
-                       count(*),
-                       bool_or(k.pool IS NOT NULL) FILTER (WHERE NOT k.blocked)
+                SELECT array_agg(k.id ORDER BY k.priority, k.id), count(*), bool_or(k.pool IS NOT NULL)
                   INTO v_cands, v_nfit, v_pooled
-                  FROM (SELECT r.id, r.priority, r.pool,
-                               bool_or(r.pool IS NOT NULL
-                                       AND EXISTS (SELECT 1 FROM pools p
-                                                    WHERE p.name = r.pool AND p.running_limit IS NOT NULL
-                                                      AND p.running >= p.running_limit))
-                                 OVER (ORDER BY r.priority, r.id) AS blocked
+                  FROM (SELECT s.id, s.priority, s.pool
                           FROM generate_series(0, p_available::integer) AS b(n)
                          CROSS JOIN LATERAL (
                                SELECT t.id, t.priority, t.pool FROM tasks t
                                 WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1]
                                   AND (t.bucket, t.priority, t.id) > (b.n, -2147483648, 0) AND t.bucket <= b.n
-                                ORDER BY t.bucket, t.priority, t.id LIMIT c_head) r
-                         ORDER BY r.priority, r.id LIMIT c_head) k;
+                                ORDER BY t.bucket, t.priority, t.id LIMIT c_head) s
+                         ORDER BY s.priority, s.id LIMIT c_head) k;
             END IF;
             IF v_nfit = 0 THEN
                 RETURN;  -- no claimable task fits
@@ -676,9 +647,16 @@ BEGIN
                 IF FOUND THEN
                     RETURN;
                 END IF;
+                IF v_pooled THEN
+                    -- The first candidate this call could lock is in a full
+                    -- pool (or every one is held elsewhere): the general way
+                    -- passes it and parks it; a statement in vain for the
+                    -- next claims too.
+                    PERFORM set_config('taskqueue.small_skip', c_dry_skips::text, false);
+                END IF;
             ELSE
-                -- A full pool's fit first, or (descending) the best priority
-                -- fills a bucket: a statement in vain for the next claims too.
+                -- Descending, the best priority fills a bucket: a statement
+                -- in vain for the next claims too.
                 PERFORM set_config('taskqueue.small_skip', c_dry_skips::text, false);
             END IF;
             v_cands := NULL;

@@ -12,10 +12,10 @@ one queue):
   claim order (priority DESC, id), are the first fits in claim order. With
   none above the cut (the best priority fills a bucket), the claim goes the
   general way, and the session skips step S for its next 15 small claims.
-- Pools: a candidate in a pool with room is taken with its pool's slot in
-  the same statement, as the look takes it. The candidates end at the first
-  fit whose pool is full; such a fit first goes the general way (which
-  parks it), as any pooled candidate did before.
+- Pools: a pooled candidate is taken with its pool's slot in the same
+  statement, as the look takes it; its pool found full under the lock
+  starts nothing, and the claim goes the general way (which parks it), as
+  any pooled candidate first did before.
 
 Only the function changes; no table or index does.
 """
