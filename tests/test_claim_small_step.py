@@ -93,23 +93,34 @@ DEADLINES = ("INSERT INTO tasks (queue, payload, priority, required, pool, state
              "%s, 'queued', 3 FROM generate_series(1, %s) g")
 
 
+DEADLINES_MAX = ("INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
+                 "SELECT 'default', '{}'::jsonb, g, CASE WHEN g <= %s THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END, "
+                 "%s, 'queued', 3 FROM generate_series(1, %s) g")
+
+
 @pytest.mark.parametrize("queues", ["NULL", "ARRAY['default']"])
-def test_a_small_claim_is_settled_by_the_claim_alone(dsn: str, queues: str) -> None:
+@pytest.mark.parametrize("order", ["min", "max"])
+def test_a_small_claim_is_settled_by_the_claim_alone(dsn: str, queues: str, order: str) -> None:
     """Every task its own priority, the ones that fit 4 at the far end of the
-    walk: the claim takes the best fit with no other function called
-    (version 25 asked fit_candidate), even with the first three fits locked
-    elsewhere, over every queue and over one named queue."""
+    walk (order=max: at the lowest priorities): the claim takes the best fit
+    with no other function called (version 25 asked fit_candidate; descending,
+    version 26), even with the first three fits locked elsewhere, over every
+    queue and over one named queue, and leaves no hint."""
+    desc = order == "max"
     with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
-        _seed(conn, DEADLINES, (4900, None, 5000))
+        _seed(conn, DEADLINES_MAX if desc else DEADLINES, (100 if desc else 4900, None, 5000))
+        order_by = "priority DESC, id" if desc else "priority, id"
         fits = [int(r[0]) for r in conn.execute(
-            "SELECT id FROM tasks WHERE required <= 4 ORDER BY priority, id LIMIT 4").fetchall()]
+            f"SELECT id FROM tasks WHERE required <= 4 ORDER BY {order_by} LIMIT 4").fetchall()]
         other.execute("SELECT set_config('search_path', 'taskqueue', false)")
         other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fits[:3],))
-        claim = f"SELECT id FROM claim_tasks(4, 1, {queues}, 'w', 60, false)"
+        claim = f"SELECT id FROM claim_tasks(4, 1, {queues}, 'w', 60, {desc})"
         ids, calls = _calls_in_transaction(conn, claim)
+        hint = conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()
         other.rollback()
     assert ids == [fits[3]]
     assert calls == {"claim_tasks": 1}, calls
+    assert hint is not None and hint[0] in (None, "")
 
 
 def test_nothing_fits_and_no_other_function_is_called(dsn: str) -> None:
@@ -167,7 +178,8 @@ def test_a_full_pools_fit_first_is_passed_the_general_way_and_the_session_skips_
         _seed(conn, DEADLINES, (4900, "p", 5000))
         conn.execute("UPDATE tasks SET pool = 'open' WHERE id % 2 = 0")
         conn.execute("INSERT INTO pools (name, running_limit) VALUES ('p', 0), ('open', NULL)")
-        best = conn.execute("SELECT id FROM tasks WHERE required <= 4 AND pool = 'open' ORDER BY priority, id LIMIT 1").fetchone()
+        best = conn.execute(
+            "SELECT id FROM tasks WHERE required <= 4 AND pool = 'open' ORDER BY priority, id LIMIT 1").fetchone()
         first = conn.execute("SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, false)").fetchall()
         hints = [conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()[0]]  # type: ignore[index]
         for _ in range(15):
@@ -189,31 +201,6 @@ def test_a_hint_that_is_not_a_count_is_ignored(dsn: str) -> None:
         best = conn.execute("SELECT id FROM tasks WHERE required <= 4 ORDER BY priority, id LIMIT 1").fetchone()
     assert best is not None and ids == [best[0]]
     assert calls == {"claim_tasks": 1}, calls
-
-
-DEADLINES_MAX = ("INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts) "
-                 "SELECT 'default', '{}'::jsonb, g, CASE WHEN g <= %s THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 60 END, "
-                 "%s, 'queued', 3 FROM generate_series(1, %s) g")
-
-
-@pytest.mark.parametrize("queues", ["NULL", "ARRAY['default']"])
-def test_a_small_descending_claim_is_settled_by_the_claim_alone(dsn: str, queues: str) -> None:
-    """order=max, every task its own priority, the fits at the lowest
-    priorities: the best fit is taken with no other function called, even with
-    the first three fits locked elsewhere, over every queue and over one queue."""
-    with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
-        _seed(conn, DEADLINES_MAX, (100, None, 5000))
-        fits = [int(r[0]) for r in conn.execute(
-            "SELECT id FROM tasks WHERE required <= 4 ORDER BY priority DESC, id LIMIT 4").fetchall()]
-        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
-        other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fits[:3],))
-        claim = f"SELECT id FROM claim_tasks(4, 1, {queues}, 'w', 60, true)"
-        ids, calls = _calls_in_transaction(conn, claim)
-        hint = conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()
-        other.rollback()
-    assert ids == [fits[3]]
-    assert calls == {"claim_tasks": 1}, calls
-    assert hint is not None and hint[0] in (None, "")
 
 
 def _insert(conn: psycopg.Connection, rows: list[tuple[int, int]]) -> list[int]:
