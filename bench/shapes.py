@@ -137,6 +137,8 @@ SHAPES = [
     Shape("deadlines_pools", "deadlines, 200 pools, half of them full",
           "g", DEADLINES, 4, pools=True, hard=True),
     Shape("one_size", "one priority; every task needs 1; 4 available (slots)", "0", "1", 4),
+    Shape("one_size_max", "order=max; priorities 0..2; every task needs 1; 4 available (a priority fills "
+          "every bucket read, so the small descending claim falls back)", "g %% 3", "1", 4, order="max"),
     Shape("queues_dense", "1,000 queues; priorities 0..9; required 1..100; every task fits",
           "(g * 31) %% 10", "1 + (g * 7919) %% 100", 100, queues=1000),
     Shape("queues_half", "1,000 queues; priorities 0..9; required 1..100; half fit",
