@@ -1,4 +1,4 @@
-"""A single claim of less than 16 reads its candidates and takes one in two statements (claim_tasks v26, v27).
+"""A single claim of less than 16 reads its candidates and takes one in two statements (claim_tasks v26 to v28).
 
 Below 16 every bucket holds one size, so the first fitting rows in claim order
 are among the first few of each bucket that fits. Step S reads those, merges
@@ -10,8 +10,9 @@ settle (the first candidate's pool full under its lock, every candidate
 locked). A pooled candidate's slot is taken with it (version 27).
 Descending (version 27), each bucket is read backward, so a bucket's lowest
 priority read may be cut short: only the rows above the highest cut are
-candidates, and with none (the best priority fills a bucket) the claim goes
-the general way. The random claims below are in both orders.
+candidates; with none (the best priority fills a bucket) that priority is
+read forward, each bucket's oldest rows of it (version 28). The random
+claims below are in both orders.
 """
 
 from __future__ import annotations
@@ -234,16 +235,47 @@ def test_a_descending_read_cut_short_inside_a_priority_never_passes_its_oldest_r
     assert calls == {"claim_tasks": 1}, calls
 
 
-def test_a_best_priority_that_fills_a_bucket_goes_the_general_way_and_the_session_skips_step_s(dsn: str) -> None:
-    """One priority, 20 tasks that need 1: bucket 1's last 8 rows are all of
-    it, so no row is above the cut. The general way takes the oldest, and the
-    session skips step S for the next 15 such claims, counting down."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
+@pytest.mark.parametrize("queues", ["NULL", "ARRAY['default']"])
+def test_a_best_priority_that_fills_a_bucket_is_read_forward_by_the_claim_alone(dsn: str, queues: str) -> None:
+    """Priorities 3 and 5, 20 tasks of 5 needing 1 and 2 in turn, older tasks of
+    3 and a newer 1 that needs 9: both buckets' last 8 rows are all of 5, so
+    nothing is above the cut. Step S reads 5 forward (version 28): the claim
+    takes its oldest row with no other function called, then its next ones in
+    turn leaving no hint, and with the next 7 locked elsewhere, the eighth."""
+    claim = f"SELECT id FROM claim_tasks(4, 1, {queues}, 'w', 60, true)"
+    with psycopg.connect(dsn) as conn, psycopg.connect(dsn) as other:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
-        ids = _insert(conn, [(5, 1)] * 20)
+        _insert(conn, [(3, 1), (3, 2)] * 5)
+        fives = _insert(conn, [(5, 1 + i % 2) for i in range(20)])
+        _insert(conn, [(1, 9)])
+        conn.commit()
+        first, calls = _calls_in_transaction(conn, claim)
         got, hints = [], []
         for _ in range(3):
-            got += [r[0] for r in conn.execute("SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, true)").fetchall()]
+            got += [r[0] for r in conn.execute(claim).fetchall()]
+            conn.commit()
             hints.append(conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()[0])  # type: ignore[index]
-    assert got == ids[:3]
-    assert hints == ["15", "14", "13"]
+        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fives[3:10],))
+        with psycopg.connect(dsn) as fresh:  # a session of its own: no call counted from the claims above
+            eighth, locked_calls = _calls_in_transaction(fresh, claim.replace("claim_tasks(", "taskqueue.claim_tasks("))
+        other.rollback()
+    assert first == [fives[0]]
+    assert calls == {"claim_tasks": 1}, calls
+    assert got == fives[:3]
+    assert all(h in (None, "") for h in hints), hints
+    assert eighth == [fives[10]]
+    assert locked_calls == {"claim_tasks": 1}, locked_calls
+
+
+def test_a_best_priority_whose_first_rows_are_all_locked_goes_the_general_way(dsn: str) -> None:
+    """The forward read's 8 candidates of the best priority all locked
+    elsewhere: the general way takes the ninth, which step S did not read."""
+    with psycopg.connect(dsn, autocommit=True) as conn, psycopg.connect(dsn) as other:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        fives = _insert(conn, [(5, 1)] * 12)
+        other.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        other.execute("SELECT id FROM tasks WHERE id = ANY (%s) FOR UPDATE", (fives[:8],))
+        got = [r[0] for r in conn.execute("SELECT id FROM claim_tasks(4, 1, NULL, 'w', 60, true)").fetchall()]
+        other.rollback()
+    assert got == [fives[8]]
