@@ -184,6 +184,8 @@ SHAPES = [
           "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, order="max", queues=40, listed=20),
     Shape("listed_mb_half_max", "order=max; 40 queues, a consumer lists 20; priorities 0..9; required 1..1M; "
           "half fit", "(g * 31) %% 10", MB, 500_000, order="max", queues=40, listed=20),
+    Shape("listed_long", "1,000 queues, a consumer lists 200; priorities 0..9; required 1..100; half fit",
+          "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, queues=1000, listed=200),
 ]
 
 SEED = """
