@@ -4,8 +4,8 @@ Every shape is a backlog of N queued tasks, built to hurt some design: many
 distinct sizes (MB), many distinct priorities (deadlines), both, sizes that
 fall or rise with id, tasks sized just above what is available, a few huge
 levels, pools of which half are full, ``order="max"``, 1,000 queues
-claimed from all at once, 40 queues of which a consumer lists 20 (the
-others use one queue), and sizes in bytes packed within 0.2% of what is
+claimed from all at once, 40 queues of which a consumer lists 20, or 1,000
+of which it lists 200 (the others use one queue), and sizes in bytes packed within 0.2% of what is
 available on both sides, so that every task falls in the claim's boundary
 bucket (``bytes_boundary``).
 
@@ -184,8 +184,8 @@ SHAPES = [
           "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, order="max", queues=40, listed=20),
     Shape("listed_mb_half_max", "order=max; 40 queues, a consumer lists 20; priorities 0..9; required 1..1M; "
           "half fit", "(g * 31) %% 10", MB, 500_000, order="max", queues=40, listed=20),
-    Shape("listed_long", "1,000 queues, a consumer lists 200; priorities 0..9; required 1..100; half fit",
-          "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, queues=1000, listed=200),
+    Shape("listed_long", "1,000 queues, a consumer lists 200; priorities 0..9; required 1..100; "
+          "half fit", "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, queues=1000, listed=200),
 ]
 
 SEED = """

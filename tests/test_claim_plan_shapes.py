@@ -7,7 +7,7 @@ bucket. On queues_bytes (bytes over 100 queues) it is a share per queue.
 The shapes are the benchmark's own (bench/shapes.py): many distinct sizes,
 many distinct priorities, both, sizes rising or falling with id, tasks just
 above what is available, a few huge levels, half-full pools, order="max",
-1,000 queues claimed from all at once, a list of 20 of 40 queues.
+1,000 queues claimed from all at once, a list of 20 of 40 queues or of 200 of 1,000.
 For each, one claim and one claim of 100 run under EXPLAIN (ANALYZE,
 BUFFERS) at both backlog sizes; a function scan's buffers include every
 statement of the function body (tests/test_claim_plan.py checks that). The
