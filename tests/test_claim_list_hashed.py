@@ -67,6 +67,17 @@ def test_a_listed_claims_walk_filters_by_a_hashed_subplan(dsn: str, order: str) 
     assert expected is not None and ids == [expected[0]]
 
 
+def test_no_walk_tests_the_list_with_any_of_a_parameter(dsn: str) -> None:
+    """Where auto_explain is missing (the embedded server has no contrib
+    modules), the installed function's own text says the same: no statement
+    compares a row's queue with ``= ANY (v_queues)``; the walks use the
+    hashed IN."""
+    with psycopg.connect(dsn) as conn:
+        body = conn.execute("SELECT pg_get_functiondef('taskqueue.claim_tasks'::regproc)").fetchone()[0]  # type: ignore[index]
+    assert "= ANY (v_queues)" not in body
+    assert body.count("IN (SELECT u.q FROM unnest(v_queues) AS u(q))") == 4
+
+
 def test_a_listed_claim_many_takes_what_the_rule_takes(tq: TaskQueue, dsn: str) -> None:
     """A batch over the list through step W's window, the other user of the lookup."""
     with psycopg.connect(dsn) as conn:
