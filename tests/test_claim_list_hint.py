@@ -99,17 +99,47 @@ def test_a_session_that_saw_a_list_look_run_dry_goes_to_the_listed_queues_at_onc
         assert hint() == ""
 
 
-def test_below_sixteen_left_a_list_learns_no_hint(dsn: str) -> None:
-    """Below 16 left the levels are exact and the buckets are asked; the
-    listed queues' own windows do not run there, so no hint is kept."""
+def test_below_sixteen_left_a_list_learns_the_hint_and_then_asks_the_buckets_at_once(dsn: str) -> None:
+    """Below 16 left every bucket fits whole, so after a dry look (the pile
+    of queue a, longer than the look's budget) the next claims over the list
+    go to the buckets at once (claim_tasks v30; before, each read the look's
+    whole budget in vain): the hint is learnt and counted, each claim reads
+    far fewer rows, and each still takes the first task in claim order that
+    fits, one enqueued ahead of the pile included."""
+    key = "md5:" + hashlib.md5(b"{b,c}").hexdigest()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         _seed(conn)
-        row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= 12 AND queue = ANY (%s) "
-                           "ORDER BY priority, id LIMIT 1", (LISTED,)).fetchone()
-        got = conn.execute("SELECT id FROM claim_tasks(12, 1, %s, 'w', 60, false)", (LISTED,)).fetchone()
-        assert got == row
-        assert conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] in (None, "")
+
+        def hint() -> str:
+            return str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")
+
+        def first_fit() -> int:
+            row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= 12 AND queue = ANY (%s) "
+                               "ORDER BY priority, id LIMIT 1", (LISTED,)).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        def counted() -> tuple[int, int]:
+            with conn.transaction():
+                before = _index_fetches(conn)
+                row = conn.execute("SELECT id FROM claim_tasks(12, 1, %s, 'w', 60, false)", (LISTED,)).fetchone()
+                assert row is not None
+                return int(row[0]), _index_fetches(conn) - before
+
+        expected = first_fit()
+        got, dry = counted()
+        assert got == expected
+        assert hint() == f"12:0:{key}"
+        for n in range(1, 4):
+            if n == 2:
+                conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+                             "VALUES ('c', '{}', 0, 7, 'queued', 3)")
+            expected = first_fit()
+            got, skipped = counted()
+            assert got == expected
+            assert hint() == f"12:{n}:{key}"
+            assert skipped * 2 < dry, f"a skipped look fetched {skipped} rows, a dry one {dry}"
 
 
 def test_claims_over_a_list_with_piles_in_each_queue_stay_exact(dsn: str) -> None:
@@ -215,3 +245,26 @@ def test_a_list_whose_own_windows_ran_dry_goes_to_the_buckets_at_once(dsn: str) 
         assert hint() == f"100:0:{key}"
         got = conn.execute("SELECT id FROM claim_tasks(101, 1, %s, 'w', 60, false)", (LISTED,)).fetchone()
         assert got is not None and hint() == f"101:0:{key}"  # a larger amount looks again (and learns again)
+
+
+def test_a_small_listed_claim_whose_row_is_held_reads_on_from_it_not_the_buckets_again(dsn: str) -> None:
+    """The buckets' answer is locked by another session: the claim takes the
+    next fit in claim order from the shared window after that row, asking
+    fit_candidate once (claim_tasks v30; v29 asked it again from that row,
+    and with 8 consumers sent to the same row, 3.3 times a claim)."""
+    from tests.test_claim_plan import _calls_in_transaction
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        _seed(conn)
+        fits = [int(r[0]) for r in conn.execute(
+            "SELECT id FROM tasks WHERE state = 'queued' AND required <= 12 AND queue = ANY (%s) "
+            "ORDER BY priority, id LIMIT 2", (LISTED,)).fetchall()]
+    with psycopg.connect(dsn) as other, psycopg.connect(dsn) as conn:
+        other.execute("SELECT id FROM taskqueue.tasks WHERE id = %s FOR UPDATE", (fits[0],))
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.commit()
+        ids, calls = _calls_in_transaction(conn, f"SELECT id FROM claim_tasks(12, 1, ARRAY{LISTED!r}, 'w', 60, false)")
+        other.rollback()
+    assert ids == [fits[1]]
+    assert calls.get("fit_candidate") == 1, calls

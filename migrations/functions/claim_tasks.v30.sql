@@ -347,13 +347,16 @@
 --    times the walk it filtered, and a claim 0.48x the naive query. The
 --    IN sits inside an OR, so it stays a subplan, which PostgreSQL hashes
 --    once per statement, and the walk's order is untouched.
--- Version 30 (migration 0040): a list of several queues, ascending, whose
---    buckets' row was taken by a concurrent claim reads the shared window
---    on from that row, whatever is left, as a descending claim has since
---    version 15. Below c_exact it asked the buckets again from that row:
---    over 20 listed queues of 40, every task its own priority and the fits
---    at the worst ones (listed_deadlines), 8 consumers sent to the same
---    row asked fit_candidate 3.3 times a claim.
+-- Version 30 (migration 0040): a list of several queues, ascending, below
+--    c_exact. Its session now keeps the dry-look hint as it does from
+--    c_exact up: over 20 listed queues of 40, every task its own priority
+--    and the fits at the worst ones (listed_deadlines), each claim read the
+--    look's whole budget in vain (960 rows, about half its server time)
+--    before the buckets. And a row the buckets found that a concurrent
+--    claim took sends the claim to the shared window on from that row,
+--    whatever is left, as in descending order since version 15; it asked
+--    the buckets again from that row, and with 8 consumers sent to the same
+--    row each claim asked them 3.3 times.
 -- ix_tasks_claim_any has the predicate "... AND id > 0" (version 9,
 --    migration 0012), and only the statements over every queue state it, so
 --    no other statement can use that index. Every id is positive (a CHECK
@@ -834,7 +837,7 @@ BEGIN
                       WHEN v_ldesc THEN 'dmd5:' || md5(v_queues::text)  -- descending (version 22)
                       ELSE COALESCE(v_queues[1], '*') END;
         v_skip := COALESCE(v_hint_key = v_key AND v_remaining <= v_hint_amount AND v_hint_n < c_dry_skips
-                           AND (NOT v_several OR v_window), false) AND NOT v_gdesc;
+                           AND (NOT v_several OR v_window OR v_remaining < c_exact), false) AND NOT v_gdesc;
         IF v_several THEN
             v_okey := 'own:' || substr(v_key, 5);  -- the same md5 of the list
         END IF;
@@ -1131,9 +1134,11 @@ BEGIN
                     -- listed queue's own window comes next, then the buckets.
                     v_walked := v_walked + v_look;
                     v_lwalk := false;
-                    IF v_window THEN
+                    IF v_window OR v_remaining < c_exact THEN
                         -- Say so for the next claims of this session over
-                        -- this list (version 14), as for one queue below.
+                        -- this list (version 14), as for one queue below;
+                        -- below c_exact too (version 30), where those claims
+                        -- go to the buckets at once (every bucket fits whole).
                         PERFORM set_config('taskqueue.dry_look', v_remaining::text || ':0:' || v_key, false);
                     END IF;
                     EXIT look;

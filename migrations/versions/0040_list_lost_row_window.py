@@ -1,14 +1,19 @@
-"""A listed claim whose row was taken by a concurrent claim reads on from it, whatever is left.
+"""A small listed claim keeps its dry-look hint, and reads on from a row a concurrent claim took.
 
 Revision ID: 0040
 Revises: 0039
 Create Date: 2026-11-27
 
-claim_tasks v30: a claim over a list of several queues, ascending, whose
-bucket search found a row that a concurrent claim then took reads the
-shared window of the listed queues on from that row, as a descending claim
-has since v15. Below 16 available it asked the buckets again from that row,
-one call per lost row.
+claim_tasks v30, a claim over a list of several queues, ascending, with
+less than 16 available:
+- its session keeps the hint that the look along the shared order ran dry,
+  as from 16 up, and its next 15 such claims ask the buckets at once
+  (every bucket fits whole there); before, each claim read the look's whole
+  budget in vain first;
+- a row the buckets found that a concurrent claim then took sends the claim
+  to the shared window of the listed queues on from that row, as a
+  descending claim has done since v15; before, it asked the buckets again
+  from that row, once per lost row.
 
 Only the function changes; no table or index does.
 """
