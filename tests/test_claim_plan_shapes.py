@@ -64,6 +64,11 @@ NOT_CONSTANT = set(BOUNDARY_FITS) | set(PER_QUEUE)
 # queues: 24,726 buffers at 200k, 12,098 at 10k), whose batches merge a window
 # of each listed queue.
 BATCH_PER_QUEUE = {"queues_mb_half_max": 400, "listed_mb_half_max": 400}
+# A hard shape over a list: the claim asks each listed queue's buckets (20
+# queues, 5 exact probes each, about 380 buffers at 200k), so at 200k the
+# naive walk (3,662 buffers on the embedded server) is under 10 times it,
+# though 19 times its own walk at 10k. Ours is still held to a share of it.
+LISTED_BUCKETS = {"listed_deadlines": 5}
 SETTLE = 400  # rows per claim + done loop before the steady-state claim is measured (500 at 200k)
 
 
@@ -150,4 +155,4 @@ def test_claim_buffers_stay_bounded(taskqueue_server: Server, taskqueue_template
     batch_budget = BATCH_BUDGET + (PER_QUEUE.get(shape.name, 0) + BATCH_PER_QUEUE.get(shape.name, 0)) * shape.queues
     assert small[1] < batch_budget and big[1] < batch_budget, f"claim_many(100) buffers: {seen}"
     if shape.hard and shape.name not in HEAP_IN_ORDER | NOT_CONSTANT:  # the naive query walks past most rows
-        assert big[2] > 10 * small[2] and big[2] > 10 * big[0], seen
+        assert big[2] > 10 * small[2] and big[2] > LISTED_BUCKETS.get(shape.name, 10) * big[0], seen
