@@ -24,6 +24,32 @@ LISTED = ["b", "c"]
 PILE = 1_000  # other queues' tasks at the head; the look's budget here is 2 queues x 16 rows x class 7 = 224
 
 
+def _hint(conn: psycopg.Connection) -> str:
+    return str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")  # type: ignore[index]
+
+
+def _first_fit(conn: psycopg.Connection, available: int, queues: list[str] = LISTED) -> int:
+    """The first task in claim order over ``queues`` that fits, by the plain rule."""
+    row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= %s AND queue = ANY (%s) "
+                       "ORDER BY priority, id LIMIT 1", (available, queues)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _claim(conn: psycopg.Connection, available: int, queues: list[str] = LISTED) -> int:
+    row = conn.execute("SELECT id FROM claim_tasks(%s, 1, %s, 'w', 60, false)", (available, queues)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _counted(conn: psycopg.Connection, available: int, queues: list[str] = LISTED) -> tuple[int, int]:
+    """Claim in a transaction of its own; the id and the rows it fetched by index."""
+    with conn.transaction():
+        before = _index_fetches(conn)
+        got = _claim(conn, available, queues)
+        return got, _index_fetches(conn) - before
+
+
 def _seed(conn: psycopg.Connection) -> None:
     """Queue a's pile at the head of the shared order; b and c behind it, sized 1..100, so that their own
     windows find fits for 90 or more (where their own windows run dry, v17 learns that too: see the last test)."""
@@ -48,55 +74,35 @@ def test_a_session_that_saw_a_list_look_run_dry_goes_to_the_listed_queues_at_onc
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         _seed(conn)
 
-        def hint() -> str:
-            return str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")
-
-        def first_fit(available: int, queues: list[str]) -> int:
-            row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= %s AND queue = ANY (%s) "
-                               "ORDER BY priority, id LIMIT 1", (available, queues)).fetchone()
-            assert row is not None
-            return int(row[0])
-
-        def claim(available: int, queues: list[str]) -> int:
-            row = conn.execute("SELECT id FROM claim_tasks(%s, 1, %s, 'w', 60, false)", (available, queues)).fetchone()
-            assert row is not None
-            return int(row[0])
-
-        def counted(available: int, queues: list[str]) -> tuple[int, int]:
-            """Claim in a transaction of its own; the id and the rows it fetched by index."""
-            with conn.transaction():
-                before = _index_fetches(conn)
-                got = claim(available, queues)
-                return got, _index_fetches(conn) - before
-
-        assert hint() == ""
+        assert _hint(conn) == ""
         for _ in range(2):  # the same list in another order is another key: warms both paths' plans
-            expected = first_fit(100, ["c", "b"])
-            assert claim(100, ["c", "b"]) == expected
-        assert hint().startswith("100:1:md5:") and not hint().endswith(key)
-        expected = first_fit(100, LISTED)
-        got, dry = counted(100, LISTED)
+            expected = _first_fit(conn, 100, ["c", "b"])
+            assert _claim(conn, 100, ["c", "b"]) == expected
+        assert _hint(conn).startswith("100:1:md5:") and not _hint(conn).endswith(key)
+        expected = _first_fit(conn, 100, LISTED)
+        got, dry = _counted(conn, 100, LISTED)
         assert got == expected
-        assert hint() == f"100:0:{key}"  # the look ran dry past 224 rows of queue a: learnt
-        expected = first_fit(100, LISTED)
-        got, skipped = counted(100, LISTED)
+        assert _hint(conn) == f"100:0:{key}"  # the look ran dry past 224 rows of queue a: learnt
+        expected = _first_fit(conn, 100, LISTED)
+        got, skipped = _counted(conn, 100, LISTED)
         assert got == expected
-        assert hint() == f"100:1:{key}"
+        assert _hint(conn) == f"100:1:{key}"
         assert dry >= 224, f"a dry look fetched {dry} rows"
         assert skipped < 64, f"a skipped look fetched {skipped} rows, a dry one {dry}"
         for n in range(2, 16):
             if n == 8:
                 conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
                              "VALUES ('c', '{}', 0, 10, 'queued', 3)")
-            expected = first_fit(90, LISTED)
-            assert claim(90, LISTED) == expected  # skipped, still exact (and the task ahead of the pile first)
-            assert hint() == f"100:{n}:{key}"
-        expected = first_fit(100, LISTED)
-        assert claim(100, LISTED) == expected  # the 16th looks again: still dry, learnt again
-        assert hint() == f"100:0:{key}"
-        expected = first_fit(100, ["a", "b"])
-        assert claim(100, ["a", "b"]) == expected  # another list: its look finds queue a's head, the hint is cleared
-        assert hint() == ""
+            expected = _first_fit(conn, 90, LISTED)
+            assert _claim(conn, 90, LISTED) == expected  # skipped, still exact (and the task ahead of the pile first)
+            assert _hint(conn) == f"100:{n}:{key}"
+        expected = _first_fit(conn, 100, LISTED)
+        assert _claim(conn, 100, LISTED) == expected  # the 16th looks again: still dry, learnt again
+        assert _hint(conn) == f"100:0:{key}"
+        expected = _first_fit(conn, 100, ["a", "b"])
+        # another list: its look finds queue a's head, the hint is cleared
+        assert _claim(conn, 100, ["a", "b"]) == expected
+        assert _hint(conn) == ""
 
 
 def test_below_sixteen_left_a_list_learns_the_hint_and_then_asks_the_buckets_at_once(dsn: str) -> None:
@@ -111,34 +117,18 @@ def test_below_sixteen_left_a_list_learns_the_hint_and_then_asks_the_buckets_at_
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         _seed(conn)
 
-        def hint() -> str:
-            return str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")
-
-        def first_fit() -> int:
-            row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= 12 AND queue = ANY (%s) "
-                               "ORDER BY priority, id LIMIT 1", (LISTED,)).fetchone()
-            assert row is not None
-            return int(row[0])
-
-        def counted() -> tuple[int, int]:
-            with conn.transaction():
-                before = _index_fetches(conn)
-                row = conn.execute("SELECT id FROM claim_tasks(12, 1, %s, 'w', 60, false)", (LISTED,)).fetchone()
-                assert row is not None
-                return int(row[0]), _index_fetches(conn) - before
-
-        expected = first_fit()
-        got, dry = counted()
+        expected = _first_fit(conn, 12)
+        got, dry = _counted(conn, 12)
         assert got == expected
-        assert hint() == f"12:0:{key}"
+        assert _hint(conn) == f"12:0:{key}"
         for n in range(1, 4):
             if n == 2:
                 conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
                              "VALUES ('c', '{}', 0, 7, 'queued', 3)")
-            expected = first_fit()
-            got, skipped = counted()
+            expected = _first_fit(conn, 12)
+            got, skipped = _counted(conn, 12)
             assert got == expected
-            assert hint() == f"12:{n}:{key}"
+            assert _hint(conn) == f"12:{n}:{key}"
             assert skipped * 2 < dry, f"a skipped look fetched {skipped} rows, a dry one {dry}"
 
 
@@ -204,47 +194,29 @@ def test_a_list_whose_own_windows_ran_dry_goes_to_the_buckets_at_once(dsn: str) 
             "FROM generate_series(1, 2000) g")
         conn.execute("VACUUM ANALYZE tasks")
 
-        def hint() -> str:
-            return str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")
-
-        def first_fit(available: int) -> int:
-            row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= %s AND queue = ANY (%s) "
-                               "ORDER BY priority, id LIMIT 1", (available, LISTED)).fetchone()
-            assert row is not None
-            return int(row[0])
-
-        def counted(available: int) -> tuple[int, int]:
-            """Claim in a transaction of its own; the id and the rows it fetched by index."""
-            with conn.transaction():
-                before = _index_fetches(conn)
-                row = conn.execute("SELECT id FROM claim_tasks(%s, 1, %s, 'w', 60, false)",
-                                   (available, LISTED)).fetchone()
-                assert row is not None
-                return int(row[0]), _index_fetches(conn) - before
-
         for _ in range(2):  # warms the plans
             conn.execute("SELECT id FROM claim_tasks(100, 1, '{c,b}', 'w', 60, false)")
-        expected = first_fit(100)
-        got, dry = counted(100)
+        expected = _first_fit(conn, 100)
+        got, dry = _counted(conn, 100)
         assert got == expected
-        assert hint() == f"100:0:{key}"  # the look and both queues' windows ran dry: learnt
-        expected = first_fit(100)
-        got, skipped = counted(100)
+        assert _hint(conn) == f"100:0:{key}"  # the look and both queues' windows ran dry: learnt
+        expected = _first_fit(conn, 100)
+        got, skipped = _counted(conn, 100)
         assert got == expected
-        assert hint() == f"100:1:{key}"
+        assert _hint(conn) == f"100:1:{key}"
         assert skipped < dry - 200, f"a skipped claim fetched {skipped} rows, a dry one {dry}"
         for n in range(2, 16):
             if n == 8:
                 conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
                              "VALUES ('b', '{}', 0, 10, 'queued', 3)")
-            expected = first_fit(90)
-            assert counted(90)[0] == expected  # skipped, still exact (and the task ahead of the piles first)
-            assert hint() == f"100:{n}:{key}"
-        expected = first_fit(100)
-        assert counted(100)[0] == expected  # the 16th looks again: still dry, learnt again
-        assert hint() == f"100:0:{key}"
+            expected = _first_fit(conn, 90)
+            assert _counted(conn, 90)[0] == expected  # skipped, still exact (and the task ahead of the piles first)
+            assert _hint(conn) == f"100:{n}:{key}"
+        expected = _first_fit(conn, 100)
+        assert _counted(conn, 100)[0] == expected  # the 16th looks again: still dry, learnt again
+        assert _hint(conn) == f"100:0:{key}"
         got = conn.execute("SELECT id FROM claim_tasks(101, 1, %s, 'w', 60, false)", (LISTED,)).fetchone()
-        assert got is not None and hint() == f"101:0:{key}"  # a larger amount looks again (and learns again)
+        assert got is not None and _hint(conn) == f"101:0:{key}"  # a larger amount looks again (and learns again)
 
 
 def test_a_small_listed_claim_whose_row_is_held_reads_on_from_it_not_the_buckets_again(dsn: str) -> None:
