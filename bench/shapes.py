@@ -188,6 +188,8 @@ SHAPES = [
           "half fit", "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, queues=1000, listed=200),
     Shape("listed_deadlines", "40 queues, a consumer lists 20; every task its own priority; the 1% needing "
           "1..4 hold the worst priorities", "g", DEADLINES, 4, hard=True, queues=40, listed=20),
+    Shape("deadlines_mb_half", "every task its own priority; required 1..1M (MB); half fit", "g", MB, 500_000),
+    Shape("half", "priorities 0..9; required 1..100; half fit", "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50),
 ]
 
 SEED = """
