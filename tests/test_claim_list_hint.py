@@ -28,6 +28,10 @@ def _hint(conn: psycopg.Connection) -> str:
     return str(conn.execute("SELECT current_setting('taskqueue.dry_look', true)").fetchone()[0] or "")  # type: ignore[index]
 
 
+def _small_skip(conn: psycopg.Connection) -> str:
+    return str(conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()[0] or "")  # type: ignore[index]
+
+
 def _first_fit(conn: psycopg.Connection, available: int, queues: list[str] = LISTED) -> int:
     """The first task in claim order over ``queues`` that fits, by the plain rule."""
     row = conn.execute("SELECT id FROM tasks WHERE state = 'queued' AND required <= %s AND queue = ANY (%s) "
@@ -111,7 +115,10 @@ def test_below_sixteen_left_a_list_learns_the_hint_and_then_asks_the_buckets_at_
     go to the buckets at once (claim_tasks v30; before, each read the look's
     whole budget in vain): the hint is learnt and counted, each claim reads
     far fewer rows, and each still takes the first task in claim order that
-    fits, one enqueued ahead of the pile included."""
+    fits, one enqueued ahead of the pile included. The first of them tries
+    step L (v31), which finds queue a's small tasks ahead of the list's in
+    every bucket and switches itself off for the session's next 99 small
+    claims."""
     key = "md5:" + hashlib.md5(b"{b,c}").hexdigest()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
@@ -121,15 +128,21 @@ def test_below_sixteen_left_a_list_learns_the_hint_and_then_asks_the_buckets_at_
         got, dry = _counted(conn, 12)
         assert got == expected
         assert _hint(conn) == f"12:0:{key}"
-        for n in range(1, 4):
-            if n == 2:
+        for n in range(1, 5):
+            if n == 3:
                 conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
                              "VALUES ('c', '{}', 0, 7, 'queued', 3)")
             expected = _first_fit(conn, 12)
             got, skipped = _counted(conn, 12)
             assert got == expected
             assert _hint(conn) == f"12:{n}:{key}"
-            assert skipped * 2 < dry, f"a skipped look fetched {skipped} rows, a dry one {dry}"
+            if n == 1:
+                # Step L (v31) reads every queue's small buckets first, which
+                # queue a's tasks fill ahead of the list's: none of the list's
+                # before its cut, so the session skips it for 99 small claims.
+                assert _small_skip(conn) == "99"
+            else:
+                assert skipped * 2 < dry, f"a skipped look fetched {skipped} rows, a dry one {dry}"
 
 
 def test_claims_over_a_list_with_piles_in_each_queue_stay_exact(dsn: str) -> None:
