@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from tests.test_claim_exact import reference, snapshot
-from tests.test_claim_list_hint import _hint
+from tests.test_claim_list_hint import _hint, _small_skip
 from tests.test_claim_plan import _calls_in_transaction
 
 pytestmark = pytest.mark.slow
@@ -130,8 +130,7 @@ def test_a_list_whose_fits_lie_past_the_cut_goes_the_general_way_and_skips_step_
         expected = _fits(conn, 4, ["b", "c"], 1)
         _dry_hint(conn, 4, ["b", "c"])
         assert [int(r[0]) for r in conn.execute(CLAIM, (4, ["b", "c"])).fetchall()] == expected
-        skip = conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()
-    assert skip == ("99",)
+        assert _small_skip(conn) == "99"
 
 
 def test_a_full_pools_first_fit_is_passed_and_parked_the_general_way(dsn: str) -> None:
@@ -151,9 +150,8 @@ def test_a_full_pools_first_fit_is_passed_and_parked_the_general_way(dsn: str) -
         assert [int(r[0]) for r in conn.execute(CLAIM, (4, ["b", "c"])).fetchall()] == [second]
         parked = conn.execute("SELECT parked FROM tasks WHERE id = %s", (first,)).fetchone()
         running = conn.execute("SELECT running FROM pools WHERE name = 'open'").fetchone()
-        skip = conn.execute("SELECT current_setting('taskqueue.small_skip', true)").fetchone()
         assert parked == (True,) and running == (1,)
-        assert skip == ("15",)
+        assert _small_skip(conn) == "15"
     with _connect(dsn) as conn:
         _dry_hint(conn, 4, ["b", "c"])
         conn.commit()
