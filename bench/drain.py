@@ -254,7 +254,12 @@ def _connect(dsn: str, search_path: str | None) -> psycopg.Connection[Any]:
 
 def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[str, Any]:
     side.reset()
-    workers = Workers.start(side.command(cell), cell.processes, cell.handler)
+    loop_log = None
+    if cell.handler in CPU_HANDLERS:  # each job's loop timed: the machine's speed moves between cells
+        fd, loop_log = tempfile.mkstemp(prefix="bench-cpu-loop-")
+        os.close(fd)
+    workers = Workers.start(side.command(cell), cell.processes, cell.handler,
+                            extra_env={"BENCH_CPU_LOG": loop_log} if loop_log else None)
     try:
         with _connect(side.dsn, side.search_path) as conn:
             use = CpuUse([p.pid for p in workers.procs])
@@ -281,7 +286,14 @@ def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[
         workers.stop()
     if done != n:
         raise RuntimeError(f"{cell.label}: {done} of {n} jobs recorded done")
-    return {"jobs": done, "seconds": elapsed, "per_second": done / elapsed, "cpu": use.per_job(before, after, done)}
+    cpu = use.per_job(before, after, done)
+    if loop_log:
+        # The job's own loop, and the rest of the worker's CPU a job: what the library itself costs.
+        cpu["job_loop_us"] = drain_app.job_loop_us(loop_log)
+        os.unlink(loop_log)
+        cpu["outside_job_us"] = (round(cpu["worker_us_per_job"] - cpu["job_loop_us"], 1)
+                                 if cpu["job_loop_us"] is not None and cpu["worker_us_per_job"] is not None else None)
+    return {"jobs": done, "seconds": elapsed, "per_second": done / elapsed, "cpu": cpu}
 
 
 # -- latency ------------------------------------------------------------------
@@ -555,8 +567,9 @@ def cpu_lines(result: dict[str, Any]) -> list[str]:
     def show(value: Any, unit: str = "") -> str:
         return "–" if value is None else f"{value:,}{unit}"
 
-    lines = ["", "| handler | processes | cell | jobs/s | cores busy | worker CPU a job | server CPU a job "
-             "| worker context switches a job |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["", "| handler | processes | cell | jobs/s | cores busy | worker CPU a job | of it, the job's loop "
+             "| the rest | server CPU a job | worker context switches a job |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for row in result["table"]:
         for kind in ("defaults", "best"):
             for library in ("taskqueue", "pgqueuer"):
@@ -566,5 +579,6 @@ def cpu_lines(result: dict[str, Any]) -> list[str]:
                 cpu = got["cpu"]
                 lines.append(f"| {row['handler']} | {row['processes']} | {library} {kind} | {got['per_second']:,.0f} "
                              f"| {show(cpu['cores_busy'])} | {show(cpu['worker_us_per_job'], ' µs')} "
+                             f"| {show(cpu.get('job_loop_us'), ' µs')} | {show(cpu.get('outside_job_us'), ' µs')} "
                              f"| {show(cpu['server_us_per_job'], ' µs')} | {show(cpu['worker_switches_per_job'])} |")
     return lines if len(lines) > 3 else []

@@ -48,6 +48,52 @@ def spin(loops: int) -> int:
     return x
 
 
+#: ``BENCH_CPU_LOG=FILE`` (set by the drain for its CPU cells): the CPU handlers time each job's loop on
+#: its thread's clock and, every ``CPU_LOG_EVERY`` jobs, append "pid jobs loop_cpu" (seconds, cumulative)
+#: to FILE. The same loop's CPU time moves by a third from one minute to the next on a shared machine, so
+#: a cell's jobs/s says little until it is set against what its jobs' loops cost in that cell.
+CPU_LOG = os.environ.get("BENCH_CPU_LOG")
+CPU_LOG_EVERY = 250
+_cpu_log = {"jobs": 0, "loop": 0.0}
+_cpu_log_lock = threading.Lock()
+
+
+def cpu_job(loops: int) -> None:
+    """One CPU job, its loop timed when ``BENCH_CPU_LOG`` asks (a thread_time pair costs about 0.5 µs)."""
+    if not CPU_LOG:
+        spin(loops)
+        return
+    started = time.thread_time()
+    spin(loops)
+    took = time.thread_time() - started
+    with _cpu_log_lock:  # handler threads of one process share the sums
+        _cpu_log["loop"] += took
+        _cpu_log["jobs"] += 1
+        due = _cpu_log["jobs"] % CPU_LOG_EVERY == 0
+        line = f"{os.getpid()} {_cpu_log['jobs']} {_cpu_log['loop']!r}\n" if due else ""
+    if line:
+        with open(CPU_LOG, "a") as f:
+            f.write(line)
+
+
+def job_loop_us(path: str) -> float | None:
+    """CPU time of one job's loop (µs) from a ``BENCH_CPU_LOG`` file: each process's first to last line, summed.
+
+    None when no process wrote two lines (fewer than ``2 * CPU_LOG_EVERY`` jobs each).
+    """
+    seen: dict[str, list[tuple[int, float]]] = {}
+    with open(path) as f:
+        for line in f:
+            pid, jobs, loop = line.split()
+            seen.setdefault(pid, []).append((int(jobs), float(loop)))
+    jobs = loop_cpu = 0.0
+    for marks in seen.values():
+        if len(marks) >= 2:
+            jobs += marks[-1][0] - marks[0][0]
+            loop_cpu += marks[-1][1] - marks[0][1]
+    return round(loop_cpu / jobs * 1e6, 1) if jobs else None
+
+
 def calibrate(seconds: float = CPU_SECONDS) -> int:
     """How many ``spin`` loops take ``seconds`` of CPU on this machine (best of several timings)."""
     probe = 100_000
@@ -116,7 +162,7 @@ def _make_worker() -> Any:
     elif HANDLER == "cpu":
 
         def handle(task: Task) -> None:
-            spin(LOOPS)
+            cpu_job(LOOPS)
 
     elif HANDLER == "async_noop":  # an ``async def``: run on the worker's event loop, not its threads
 
@@ -132,7 +178,7 @@ def _make_worker() -> Any:
     elif HANDLER == "async_cpu":  # the 1 ms of CPU as PGQueuer's handler burns it: in a coroutine, on the loop
 
         async def handle(task: Task) -> None:  # type: ignore[misc]
-            spin(LOOPS)
+            cpu_job(LOOPS)
 
     elif HANDLER == "stamp" and os.environ.get("BENCH_STAMP_ASYNC"):  # the same, as a coroutine
 
@@ -174,7 +220,7 @@ def _pgq_handler() -> Any:
     elif HANDLER == "cpu":
 
         async def handle(job: Any) -> None:
-            spin(LOOPS)
+            cpu_job(LOOPS)
 
     else:
         raise SystemExit(f"unknown BENCH_HANDLER {HANDLER!r} for PGQueuer")
