@@ -252,6 +252,16 @@ def _connect(dsn: str, search_path: str | None) -> psycopg.Connection[Any]:
     return conn
 
 
+def _take_loop_log(path: str | None) -> float | None:
+    """The job loop's CPU a job from a cell's ``BENCH_CPU_LOG`` file, which is then removed (None: no file)."""
+    if path is None:
+        return None
+    try:
+        return drain_app.job_loop_us(path)
+    finally:
+        os.unlink(path)
+
+
 def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[str, Any]:
     side.reset()
     loop_log = None
@@ -284,13 +294,13 @@ def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[
             bar.update(task, completed=done)
     finally:
         workers.stop()
+        job_loop = _take_loop_log(loop_log)
     if done != n:
         raise RuntimeError(f"{cell.label}: {done} of {n} jobs recorded done")
     cpu = use.per_job(before, after, done)
     if loop_log:
         # The job's own loop, and the rest of the worker's CPU a job: what the library itself costs.
-        cpu["job_loop_us"] = drain_app.job_loop_us(loop_log)
-        os.unlink(loop_log)
+        cpu["job_loop_us"] = job_loop
         cpu["outside_job_us"] = (round(cpu["worker_us_per_job"] - cpu["job_loop_us"], 1)
                                  if cpu["job_loop_us"] is not None and cpu["worker_us_per_job"] is not None else None)
     return {"jobs": done, "seconds": elapsed, "per_second": done / elapsed, "cpu": cpu}

@@ -66,9 +66,9 @@ def run(opts: common.Options) -> dict[str, Any]:
                 bar.advance(task)
             rounds.append(sorted(got, key=lambda x: x["threads"]))
     summary = []
+    single = statistics.median(r[0]["loop_us_mean"] for r in rounds)
     for i, n in enumerate(THREADS):
         loop = statistics.median(r[i]["loop_us_mean"] for r in rounds)
-        single = statistics.median(r[0]["loop_us_mean"] for r in rounds)
         summary.append({"threads": n, "loop_us_mean": loop, "of_one_thread": common.ratio(loop, single)})
     return {"scenario": "gil_threads", "loops_a_job": loops, "seconds_per_phase": seconds, "rounds": rounds,
             "summary": summary}
