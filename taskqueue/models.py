@@ -97,7 +97,7 @@ class TaskRow(Base):
         Index("ix_tasks_claim_any", "priority", "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
         # Its descending order, (priority DESC, id), for order="max" over every queue or a list (migration 0030).
         Index("ix_tasks_claim_desc", text("priority DESC"), "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
-        # The fit levels, coarse to fine (see fit_candidate.v9.sql): each whole
+        # The fit levels, coarse to fine (see fit_candidate.v10.sql): each whole
         # bucket's best task in one probe. One per doubling (migration 0009):
         Index(
             "ix_tasks_fit_class",
@@ -118,7 +118,8 @@ class TaskRow(Base):
             "id",
             postgresql_where=text(CLAIMABLE_SQL),
         ),
-        # 256 per doubling (migration 0007):
+        # 256 per doubling (migration 0007), carrying each row's size and pool (migration 0042), so
+        # the walk of the boundary bucket is an index-only scan:
         Index(
             "ix_tasks_fit_fine",
             "queue",
@@ -126,6 +127,7 @@ class TaskRow(Base):
             "priority",
             "id",
             postgresql_where=text(CLAIMABLE_SQL),
+            postgresql_include=["required", "pool"],
         ),
         # The fine boundary bucket's fitting range, scanned in value order or one probe per distinct value.
         Index("ix_tasks_fit_exact", "queue", "required", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
