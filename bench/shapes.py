@@ -107,6 +107,9 @@ DEADLINES_MAX = "CASE WHEN g <= n * 0.01 THEN 1 + g %% 4 ELSE 5 + (g * 7919) %% 
 BYTES_FITS = "998244352 + (g * 7919) %% 1755649"
 BYTES_TOO_BIG = "1000000001 + (g * 7919) %% 341503"
 BYTES = f"CASE WHEN g > n * 0.99 THEN {BYTES_FITS} ELSE {BYTES_TOO_BIG} END"  # the fitting 1% hold the worst priorities
+# Sizes in bytes from low + 2 MB down to low as id grows, each its own: with 1 GB available and low = 999 MB
+# the newest half fit; the boundary bucket holds both the too-big rows (first) and the fits (after them).
+BYTES_FALLING = "{low} + (n - g) * 2000000 / n"
 SHAPES = [
     Shape("seed000", "priorities 0..9; only priority 9 (0.5%) fits",
           "CASE WHEN g %% 200 = 0 THEN 9 ELSE (g * 31) %% 9 END",
@@ -190,6 +193,24 @@ SHAPES = [
           "1..4 hold the worst priorities", "g", DEADLINES, 4, hard=True, queues=40, listed=20),
     Shape("deadlines_mb_half", "every task its own priority; required 1..1M (MB); half fit", "g", MB, 500_000),
     Shape("half", "priorities 0..9; required 1..100; half fit", "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50),
+    # Shapes added after the first run of all 39 (found by trying shapes none of the above covers):
+    Shape("bytes_falling", "one priority; sizes in bytes around 1 GB, each its own, falling as id grows; the "
+          "newest half fit (fitting and too-big rows alike fill the boundary bucket)",
+          "0", BYTES_FALLING.format(low=999_000_000), 1_000_000_000),
+    Shape("bytes_falling_few", "bytes_falling with the newest 1% fitting", "0",
+          BYTES_FALLING.format(low=999_980_000), 1_000_000_000, hard=True),
+    Shape("falling_max", "order=max; one priority; required falls as id grows; the newest 1% fit",
+          "0", "1 + (n - g) * 1000000 / n", 10_000, order="max", hard=True),
+    Shape("mb_half_max_pools", "mb_half_max, each task in one of 200 pools, half of them full",
+          "(g * 31) %% 10", MB, 500_000, order="max", pools=True),
+    Shape("listed_half_pools", "listed_half, each task in one of 200 pools, half of them full",
+          "(g * 31) %% 10", "1 + (g * 7919) %% 100", 50, queues=40, listed=20, pools=True),
+    Shape("deadlines_mb_uniform", "every task its own priority; required 1..1M (MB); available uniform per claim",
+          "g", MB, (1, 1_000_000)),
+    Shape("listed_falling", "40 queues, a consumer lists 20; one priority; required falls as id grows; "
+          "the newest 1% fit", "0", "1 + (n - g) * 1000000 / n", 10_000, hard=True, queues=40, listed=20),
+    Shape("listed_bytes", "40 queues, a consumer lists 20; bytes_boundary spread over them",
+          "g", BYTES, 1_000_000_000, hard=True, queues=40, listed=20),
 ]
 
 SEED = """

@@ -118,8 +118,7 @@ class TaskRow(Base):
             "id",
             postgresql_where=text(CLAIMABLE_SQL),
         ),
-        # 256 per doubling (migration 0007), carrying each row's size and pool (migration 0042), so
-        # the walk of the boundary bucket is an index-only scan:
+        # 256 per doubling (migration 0007):
         Index(
             "ix_tasks_fit_fine",
             "queue",
@@ -127,7 +126,6 @@ class TaskRow(Base):
             "priority",
             "id",
             postgresql_where=text(CLAIMABLE_SQL),
-            postgresql_include=["required", "pool"],
         ),
         # The fine boundary bucket's fitting range, scanned in value order or one probe per distinct value.
         Index("ix_tasks_fit_exact", "queue", "required", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
