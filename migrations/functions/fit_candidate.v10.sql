@@ -443,7 +443,7 @@ BEGIN
             -- walk's own key k1 come first and in id order, so their last is
             -- max(id); an array is built only for a row past that key, and
             -- for a fit. Ascending with no pool known full, the range is read
-            -- by one plain index-only scan (no union, no pool test), the
+            -- by one plain index range scan (no union, no pool test), the
             -- common case and the one the naive query is measured against.
             IF NOT p_descending AND cardinality(p_full) = 0 AND v_wp = v_bk THEN
                 SELECT count(*), ARRAY[v_wk, max(w.id)], min(w.id) FILTER (WHERE w.required <= p_remaining)
@@ -466,43 +466,43 @@ BEGIN
                          ORDER BY t.priority, t.id LIMIT v_walk) w
                  WHERE (w.priority, w.id) < (v_bk, v_bid);
             ELSE
-            SELECT count(*),
-                   COALESCE(max(ARRAY[w.k1, w.id]) FILTER (WHERE w.k1 <> v_wk), ARRAY[v_wk, max(w.id)]),
-                   (min(ARRAY[w.k1, w.id]) FILTER (WHERE w.required <= p_remaining))[2]
-              INTO v_walked, v_last, v_fid
-              FROM ((SELECT t.id, t.priority::bigint AS k1, t.required FROM tasks t
-                      WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                        AND required_fine(t.required) = v_fx AND NOT p_descending AND v_wp = v_bk
-                        AND t.priority = v_wp AND t.id > v_wid AND t.id < v_bid
-                      ORDER BY t.priority, t.id LIMIT v_walk)
-                    UNION ALL
-                    (SELECT t.id, t.priority::bigint AS k1, t.required FROM tasks t
-                      WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                        AND required_fine(t.required) = v_fx AND NOT p_descending AND v_wp <> v_bk
-                        AND (t.priority, t.id) > (v_wp, v_wid) AND t.priority <= v_bk
-                      ORDER BY t.priority, t.id LIMIT v_walk)
-                    UNION ALL
-                    (SELECT t.id, -t.priority::bigint, t.required FROM tasks t
-                      WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                        AND required_fine(t.required) = v_fx AND p_descending
-                        AND t.priority = v_wp AND t.id > v_wid
-                        AND t.id < CASE WHEN -(v_wp::bigint) = v_bk THEN v_bid ELSE 9223372036854775807 END
-                      ORDER BY t.priority, t.id LIMIT v_walk)
-                    UNION ALL
-                    (SELECT t.id, -t.priority::bigint, t.required
-                       FROM (SELECT s.priority FROM tasks s
-                              WHERE s.state = 'queued' AND NOT s.parked AND s.queue = v_q AND (s.pool IS NULL OR s.pool <> ALL (p_full))
-                                AND (required_fine(s.required), s.priority) < (v_fx, v_wp) AND required_fine(s.required) >= v_fx
-                                AND p_descending
-                              ORDER BY required_fine(s.required) DESC, s.priority DESC LIMIT 1) g
-                      CROSS JOIN LATERAL (
-                          SELECT t.* FROM tasks t
-                           WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                             AND required_fine(t.required) = v_fx AND t.priority >= g.priority AND t.priority <= g.priority
-                           ORDER BY t.priority, t.id LIMIT v_walk) t
-                      WHERE g.priority >= -v_bk)
-                    LIMIT v_walk) w
-             WHERE (w.k1, w.id) < (v_bk, v_bid);
+                SELECT count(*),
+                       COALESCE(max(ARRAY[w.k1, w.id]) FILTER (WHERE w.k1 <> v_wk), ARRAY[v_wk, max(w.id)]),
+                       (min(ARRAY[w.k1, w.id]) FILTER (WHERE w.required <= p_remaining))[2]
+                  INTO v_walked, v_last, v_fid
+                  FROM ((SELECT t.id, t.priority::bigint AS k1, t.required FROM tasks t
+                          WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                            AND required_fine(t.required) = v_fx AND NOT p_descending AND v_wp = v_bk
+                            AND t.priority = v_wp AND t.id > v_wid AND t.id < v_bid
+                          ORDER BY t.priority, t.id LIMIT v_walk)
+                        UNION ALL
+                        (SELECT t.id, t.priority::bigint AS k1, t.required FROM tasks t
+                          WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                            AND required_fine(t.required) = v_fx AND NOT p_descending AND v_wp <> v_bk
+                            AND (t.priority, t.id) > (v_wp, v_wid) AND t.priority <= v_bk
+                          ORDER BY t.priority, t.id LIMIT v_walk)
+                        UNION ALL
+                        (SELECT t.id, -t.priority::bigint, t.required FROM tasks t
+                          WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                            AND required_fine(t.required) = v_fx AND p_descending
+                            AND t.priority = v_wp AND t.id > v_wid
+                            AND t.id < CASE WHEN -(v_wp::bigint) = v_bk THEN v_bid ELSE 9223372036854775807 END
+                          ORDER BY t.priority, t.id LIMIT v_walk)
+                        UNION ALL
+                        (SELECT t.id, -t.priority::bigint, t.required
+                           FROM (SELECT s.priority FROM tasks s
+                                  WHERE s.state = 'queued' AND NOT s.parked AND s.queue = v_q AND (s.pool IS NULL OR s.pool <> ALL (p_full))
+                                    AND (required_fine(s.required), s.priority) < (v_fx, v_wp) AND required_fine(s.required) >= v_fx
+                                    AND p_descending
+                                  ORDER BY required_fine(s.required) DESC, s.priority DESC LIMIT 1) g
+                          CROSS JOIN LATERAL (
+                              SELECT t.* FROM tasks t
+                               WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                                 AND required_fine(t.required) = v_fx AND t.priority >= g.priority AND t.priority <= g.priority
+                               ORDER BY t.priority, t.id LIMIT v_walk) t
+                          WHERE g.priority >= -v_bk)
+                        LIMIT v_walk) w
+                 WHERE (w.k1, w.id) < (v_bk, v_bid);
             END IF;
             IF v_fid IS NOT NULL THEN
                 SELECT t.id, CASE WHEN p_descending THEN -t.priority::bigint ELSE t.priority END, t.required, t.pool
