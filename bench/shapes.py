@@ -110,6 +110,7 @@ BYTES = f"CASE WHEN g > n * 0.99 THEN {BYTES_FITS} ELSE {BYTES_TOO_BIG} END"  # 
 # Sizes in bytes from low + 2 MB down to low as id grows, each its own: with 1 GB available and low = 999 MB
 # the newest half fit; the boundary bucket holds both the too-big rows (first) and the fits (after them).
 BYTES_FALLING = "{low} + (n - g) * 2000000 / n"
+FALLING = "1 + (n - g) * 1000000 / n"  # sizes 1..1M falling as id grows: the newest fit
 SHAPES = [
     Shape("seed000", "priorities 0..9; only priority 9 (0.5%) fits",
           "CASE WHEN g %% 200 = 0 THEN 9 ELSE (g * 31) %% 9 END",
@@ -121,9 +122,9 @@ SHAPES = [
     Shape("both", "priorities 0..999 and required 1..10,000; available uniform per claim",
           "(g * 7919) %% 1000", "1 + (g * 104729) %% 10000", (1, 10_000)),
     Shape("falling", "one priority; required falls as id grows; the newest 1% fit",
-          "0", "1 + (n - g) * 1000000 / n", 10_000, hard=True),
+          "0", FALLING, 10_000, hard=True),
     Shape("falling_mid", "one priority; required falls as id grows; the newest half fit",
-          "0", "1 + (n - g) * 1000000 / n", 500_000, hard=True),
+          "0", FALLING, 500_000, hard=True),
     Shape("rising", "one priority; required rises with id; the oldest half fit", "0", "1 + g * 1000000 / n", 500_000),
     Shape("just_above", "priorities 0..8 need available+1..+3; the 1% at priority 9 need available",
           "CASE WHEN g %% 100 = 0 THEN 9 ELSE (g * 31) %% 9 END",
@@ -173,7 +174,7 @@ SHAPES = [
     Shape("queues_mb_half_max", "order=max; 100 queues; priorities 0..9; required 1..1M; half fit",
           "(g * 31) %% 10", MB, 500_000, order="max", queues=100),
     Shape("queues_falling", "100 queues; one priority; required falls as id grows; the newest 1% fit",
-          "0", "1 + (n - g) * 1000000 / n", 10_000, hard=True, queues=100),
+          "0", FALLING, 10_000, hard=True, queues=100),
     Shape("queues_bytes_max", "order=max; 100 queues; bytes_boundary_max spread over them",
           "g", f"CASE WHEN g <= n * 0.01 THEN {BYTES_FITS} ELSE {BYTES_TOO_BIG} END", 1_000_000_000,
           order="max", hard=True, queues=100),
@@ -200,7 +201,7 @@ SHAPES = [
     Shape("bytes_falling_few", "bytes_falling with the newest 1% fitting", "0",
           BYTES_FALLING.format(low=999_980_000), 1_000_000_000, hard=True),
     Shape("falling_max", "order=max; one priority; required falls as id grows; the newest 1% fit",
-          "0", "1 + (n - g) * 1000000 / n", 10_000, order="max", hard=True),
+          "0", FALLING, 10_000, order="max", hard=True),
     Shape("mb_half_max_pools", "mb_half_max, each task in one of 200 pools, half of them full",
           "(g * 31) %% 10", MB, 500_000, order="max", pools=True),
     Shape("listed_half_pools", "listed_half, each task in one of 200 pools, half of them full",
@@ -208,7 +209,7 @@ SHAPES = [
     Shape("deadlines_mb_uniform", "every task its own priority; required 1..1M (MB); available uniform per claim",
           "g", MB, (1, 1_000_000)),
     Shape("listed_falling", "40 queues, a consumer lists 20; one priority; required falls as id grows; "
-          "the newest 1% fit", "0", "1 + (n - g) * 1000000 / n", 10_000, hard=True, queues=40, listed=20),
+          "the newest 1% fit", "0", FALLING, 10_000, hard=True, queues=40, listed=20),
     Shape("listed_bytes", "40 queues, a consumer lists 20; bytes_boundary spread over them",
           "g", BYTES, 1_000_000_000, hard=True, queues=40, listed=20),
 ]
