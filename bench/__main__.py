@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
                              "enqueue: index_cost or level_index_cost")
     parser.add_argument("--old", default=None,
                         help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10 "
-                             "(versions: several, comma-separated); stale: older function files, comma-separated")
+                             "(versions: several, comma-separated, or an index as it was, e.g. ix_tasks_fit_fine.v1); "
+                             "stale: older function files, comma-separated")
     parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
     ns = parser.parse_args(argv)
     if ns.scenario == "report" and ns.render:

@@ -7,6 +7,11 @@ are loaded in that order) is loaded into one copy, and the two are measured
 in interleaved rounds, 1 and 8 consumers each, so a slow spell of the
 machine falls on both. The result is new / old per
 round and the median of the rounds.
+
+An index a version changed is named the same way: ``ix_tasks_fit_fine.v1``
+(the fine index before migration 0043) rebuilds it in the older copy as it
+was, so ``--old ix_tasks_fit_fine.v1,fit_candidate.v10`` measures version 10
+on its own index.
 """
 
 from __future__ import annotations
@@ -23,9 +28,24 @@ NEW_SCHEMA = "bench_versions_new"
 ROUNDS = 3
 
 
+#: Earlier definitions of indexes that a migration changed, by name.version.
+OLD_INDEXES = {
+    "ix_tasks_fit_fine.v1": (  # migrations 0007 to 0042
+        "DROP INDEX ix_tasks_fit_fine",
+        "CREATE INDEX ix_tasks_fit_fine ON tasks (queue, required_fine(required), priority, id) "
+        "WHERE state = 'queued' AND NOT parked",
+    ),
+}
+
+
 def load_old(dsn: str, schema: str, name: str) -> None:
-    """Load the function file ``name`` into ``schema`` (the schema's own search path, as a migration runs it)."""
+    """Load the function file ``name`` into ``schema`` (the schema's own search path, as a migration runs it),
+    or rebuild an index as it was (OLD_INDEXES)."""
     import sqlalchemy as sa
+
+    if name in OLD_INDEXES:
+        common.execute(dsn, schema, *OLD_INDEXES[name], "ANALYZE tasks")
+        return
 
     from taskqueue.migrate import functions_dir, load_sql_objects
 

@@ -97,7 +97,7 @@ class TaskRow(Base):
         Index("ix_tasks_claim_any", "priority", "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
         # Its descending order, (priority DESC, id), for order="max" over every queue or a list (migration 0030).
         Index("ix_tasks_claim_desc", text("priority DESC"), "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
-        # The fit levels, coarse to fine (see fit_candidate.v10.sql): each whole
+        # The fit levels, coarse to fine (see fit_candidate.v11.sql): each whole
         # bucket's best task in one probe. One per doubling (migration 0009):
         Index(
             "ix_tasks_fit_class",
@@ -118,14 +118,17 @@ class TaskRow(Base):
             "id",
             postgresql_where=text(CLAIMABLE_SQL),
         ),
-        # 256 per doubling (migration 0007):
+        # 256 per doubling (migration 0007). It carries each task's size and pool, so the
+        # boundary's walk reads no table row, and only fit_candidate's fine statements state
+        # its last predicate term, so no other statement is planned on it (migration 0043).
         Index(
             "ix_tasks_fit_fine",
             "queue",
             text("required_fine(required)"),
             "priority",
             "id",
-            postgresql_where=text(CLAIMABLE_SQL),
+            postgresql_include=["required", "pool"],
+            postgresql_where=text(CLAIMABLE_SQL + " AND lease_token IS NULL"),
         ),
         # The fine boundary bucket's fitting range, scanned in value order or one probe per distinct value.
         Index("ix_tasks_fit_exact", "queue", "required", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),

@@ -1,4 +1,5 @@
-"""The boundary read with scalar aggregates (fit_candidate v10, migration 0042) is exact.
+"""The boundary read with scalar aggregates (fit_candidate v10, migration 0042) and walked
+by spans of ids (v11, migration 0043) is exact.
 
 Where sizes fall as ids grow and every size is its own, the fine bucket
 that holds what is available + 1 holds the too-big rows first and the fits
@@ -8,7 +9,8 @@ own priority, the scan's best from min(id) of the best's priority) and a
 plain index range for an ascending walk with no pool known full. The claims
 must still agree with the plain rule (tests/test_claim_exact.py's
 reference): one priority and many, both orders, full pools, rows locked
-elsewhere.
+elsewhere. Version 11's walk takes a span of ids a turn, so ids far apart
+(few rows to a span, spans near the top of bigint) must not change a claim.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import psycopg
 import pytest
 
 from taskqueue import TaskQueue
@@ -43,6 +46,26 @@ def test_falling_boundary_claims_match_the_reference(
 ) -> None:
     rng = random.Random(900 + seed)
     tq.enqueue_many(falling_tasks(rng, 3000, priorities, pools))
+    tq.set_pool_limit("p0", 0)
+    tq.set_pool_limit("p1", 20)
+    claims_match_the_reference(
+        tq, dsn, rng, lambda: rng.choice((GB, GB, GB - rng.randrange(1, 900_000), TOP - rng.randrange(1, 5000))),
+        limits=(1, 1, 3), lock_among=40,
+    )
+
+
+@pytest.mark.parametrize(("seed", "priorities"), [(0, 1), (1, 4)])
+def test_ids_far_apart_match_the_reference(tq: TaskQueue, dsn: str, seed: int, priorities: int) -> None:
+    """Ids jump by up to 10**15 between small batches, the last ones near 2**62: a walk's
+    span of ids holds few of the bucket's rows, or none, and its end is computed near the top."""
+    rng = random.Random(950 + seed)
+    tasks = falling_tasks(rng, 1200, priorities, pools=True)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for start in range(0, len(tasks), 40):
+            tq.enqueue_many(tasks[start:start + 40])
+            jump = 2**62 // 40 if start >= len(tasks) - 200 else rng.choice((1, 1000, 10**9, 10**15))
+            conn.execute("SELECT setval(pg_get_serial_sequence('taskqueue.tasks', 'id'), "
+                         "(SELECT max(id) FROM taskqueue.tasks) + %s)", (jump,))
     tq.set_pool_limit("p0", 0)
     tq.set_pool_limit("p1", 20)
     claims_match_the_reference(
