@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None,
                         help="shapes, versions, instructions: comma-separated shape names; scheduling: drain or real; "
                              "pools: big or big_head; "
-                             "enqueue: index_cost or level_index_cost")
+                             "enqueue: index_cost, level_index_cost or fine_include_cost")
     parser.add_argument("--old", default=None,
                         help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10 "
                              "(versions: several, comma-separated, or an index as it was, e.g. ix_tasks_fit_fine.v1); "

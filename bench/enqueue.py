@@ -7,7 +7,9 @@ single enqueue through their own APIs; all in one run, one client.
 ``--only index_cost``: enqueue_many with and without the descending claim
 index (migration 0030), alternating rounds. ``--only level_index_cost``: the
 same for five fit-level indexes without the queue column, which the schema
-does not have (what they would cost every enqueue).
+does not have (what they would cost every enqueue). ``--only fine_include_cost``:
+ix_tasks_fit_fine as migration 0043 made it (carrying required and pool)
+against the index it replaced, alternating rounds.
 """
 
 from __future__ import annotations
@@ -91,8 +93,15 @@ LEVEL_INDEXES = {
     "ix_bench_any_exact": f"(required, priority, id) {CLAIMABLE_ANY}",
 }
 
+#: ``--only fine_include_cost``: the fine index with INCLUDE (required, pool) (migration 0043)
+#: against its definition before, the "without" side.
+CLAIMABLE = "WHERE state = 'queued' AND NOT parked"
+FINE_KEY = "(queue, required_fine(required), priority, id)"
+FINE_INCLUDE = {"ix_tasks_fit_fine": f"{FINE_KEY} INCLUDE (required, pool) {CLAIMABLE} AND lease_token IS NULL"}
+FINE_BEFORE = {"ix_tasks_fit_fine": f"{FINE_KEY} {CLAIMABLE}"}
 
-def _set_indexes(dsn: str, indexes: dict[str, str], present: bool) -> None:
+
+def _set_indexes(dsn: str, indexes: dict[str, str], present: bool, instead: dict[str, str] | None = None) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', %s, false)", (f'"{SCHEMA}"',))
         conn.execute("TRUNCATE tasks CASCADE")
@@ -100,10 +109,14 @@ def _set_indexes(dsn: str, indexes: dict[str, str], present: bool) -> None:
             conn.execute(f"DROP INDEX IF EXISTS {name}")
             if present:
                 conn.execute(f"CREATE INDEX {name} ON tasks {definition}")
+            elif instead and name in instead:
+                conn.execute(f"CREATE INDEX {name} ON tasks {instead[name]}")
 
 
-def index_cost(opts: common.Options, indexes: dict[str, str], kinds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """enqueue_many's rate with ``indexes`` and without them, for each kind of batch, in alternating rounds."""
+def index_cost(opts: common.Options, indexes: dict[str, str], kinds: dict[str, list[dict[str, Any]]],
+               instead: dict[str, str] | None = None) -> dict[str, Any]:
+    """enqueue_many's rate with ``indexes`` and without them (or with ``instead``'s definitions of
+    the same names), for each kind of batch, in alternating rounds."""
     n = opts.rows or DEFAULT_ROWS
     tq = common.fresh_queue(opts.dsn, SCHEMA)
     result: dict[str, Any] = {"scenario": "enqueue", "only": opts.only, "rows": n, "batch": BATCH,
@@ -113,7 +126,7 @@ def index_cost(opts: common.Options, indexes: dict[str, str], kinds: dict[str, l
             rates: dict[str, list[float]] = {"with": [], "without": []}
             for r in range(INDEX_ROUNDS):
                 for side in (("with", "without") if r % 2 == 0 else ("without", "with")):
-                    _set_indexes(opts.dsn, indexes, side == "with")
+                    _set_indexes(opts.dsn, indexes, side == "with", instead)
                     seconds = _timed_enqueue_many(tq, specs, n, bar, f"{kind}, {side} the indexes, round {r + 1}")
                     rates[side].append(n / seconds)
             with_, without = statistics.median(rates["with"]), statistics.median(rates["without"])
@@ -124,11 +137,13 @@ def index_cost(opts: common.Options, indexes: dict[str, str], kinds: dict[str, l
     return result
 
 
-def _mixed_batch() -> list[dict[str, Any]]:
-    """Tasks as a mixed fleet enqueues them: 100 queues, 1,000 priorities, sizes 1..1M (seeded)."""
+def _mixed_batch(pools: bool = False) -> list[dict[str, Any]]:
+    """Tasks as a mixed fleet enqueues them: 100 queues, 1,000 priorities, sizes 1..1M (seeded);
+    with ``pools``, each in one of 200 pools named as /24 networks."""
     rng = random.Random(20261126)
     return [{"payload": None, "queue": f"q{rng.randrange(100)}", "priority": rng.randrange(1000),
-             "required": rng.randint(1, 1_000_000)} for _ in range(BATCH)]
+             "required": rng.randint(1, 1_000_000),
+             **({"pool": f"10.0.{rng.randrange(200)}.0/24"} if pools else {})} for _ in range(BATCH)]
 
 
 def run(opts: common.Options) -> dict[str, Any]:
@@ -138,6 +153,9 @@ def run(opts: common.Options) -> dict[str, Any]:
             "spread_priorities": [{"payload": None, "priority": i % 1000} for i in range(BATCH)]})
     if opts.only == "level_index_cost":
         return index_cost(opts, LEVEL_INDEXES, {"one_size": [{"payload": None}] * BATCH, "mixed": _mixed_batch()})
+    if opts.only == "fine_include_cost":
+        return index_cost(opts, FINE_INCLUDE, {"one_size": [{"payload": None}] * BATCH,
+                                               "mixed_pools": _mixed_batch(pools=True)}, instead=FINE_BEFORE)
     n = opts.rows or DEFAULT_ROWS
     singles = min(SINGLES, n)
     dsn = opts.dsn

@@ -143,9 +143,10 @@
 -- answer more columns would otherwise be chosen for other statements of the
 -- claim (a first try in version 10, taken back: each listed queue's window,
 -- ORDER BY priority, id LIMIT 8, planned on it with a sort, 12 to 20 s a claim).
--- Measured at 1M tasks, one consumer, against version 10 (three-way, two
--- interleaved rounds): bytes_falling 4.05 -> 8.25 claims/s (the naive query
--- 7.3), bytes_falling_few 1.30x, bytes_boundary 1.13x, listed_bytes 1.18x.
+-- Measured at 1M tasks against version 10 on its own index (python -m bench
+-- versions, three interleaved rounds; 1 and 8 consumers): bytes_falling 2.14x
+-- and 2.03x (now above the naive query), bytes_falling_few 1.20x and 1.26x,
+-- bytes_boundary 1.07x and 1.19x, listed_bytes 1.24x and 1.35x.
 CREATE OR REPLACE FUNCTION fit_candidate(
     p_queues text[],
     p_remaining bigint,
