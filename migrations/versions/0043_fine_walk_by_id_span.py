@@ -11,7 +11,7 @@ ix_tasks_fit_fine gains INCLUDE (required, pool), so that walk and the fine
 probes answer from the index, and a predicate term only fit_candidate's fine
 statements state (lease_token IS NULL, true of every queued task), so that no
 other statement of the claim is planned on the wider index. See
-docs/performance.md, "the boundary walked by id span (migration 0043)".
+docs/performance.md, "the boundary walked by spans of ids (migration 0043)".
 """
 
 from __future__ import annotations
