@@ -6,7 +6,7 @@ Create Date: 2026-11-28
 
 fit_candidate v11 walks the fine bucket that holds what is available + 1, in
 the best's own priority, a span of ids a turn with a filter, where version 10
-counted a window of rows with aggregates (about four times the cost a row).
+counted a window of rows with aggregates (about twice the cost a row).
 ix_tasks_fit_fine gains INCLUDE (required, pool), so that walk and the fine
 probes answer from the index, and a predicate term only fit_candidate's fine
 statements state (lease_token IS NULL, true of every queued task), so that no
