@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from . import common, peers
+from . import common, peers, versions
 
 DEFAULT_ROWS = 200_000
 BATCH = 10_000
@@ -95,10 +95,9 @@ LEVEL_INDEXES = {
 
 #: ``--only fine_include_cost``: the fine index with INCLUDE (required, pool) (migration 0043)
 #: against its definition before, the "without" side.
-CLAIMABLE = "WHERE state = 'queued' AND NOT parked"
-FINE_KEY = "(queue, required_fine(required), priority, id)"
-FINE_INCLUDE = {"ix_tasks_fit_fine": f"{FINE_KEY} INCLUDE (required, pool) {CLAIMABLE} AND lease_token IS NULL"}
-FINE_BEFORE = {"ix_tasks_fit_fine": f"{FINE_KEY} {CLAIMABLE}"}
+FINE_INCLUDE = {"ix_tasks_fit_fine": "(queue, required_fine(required), priority, id) INCLUDE (required, pool) "
+                                      "WHERE state = 'queued' AND NOT parked AND lease_token IS NULL"}
+FINE_BEFORE = {"ix_tasks_fit_fine": versions.FINE_V1}
 
 
 def _set_indexes(dsn: str, indexes: dict[str, str], present: bool, instead: dict[str, str] | None = None) -> None:
