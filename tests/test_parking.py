@@ -117,18 +117,60 @@ def test_cancel_of_a_parked_task(full_pool, dsn: str) -> None:  # type: ignore[n
 
 def test_a_level_of_only_full_pool_tasks_is_parked_and_then_skipped(tq: TaskQueue, dsn: str) -> None:
     tq.set_pool_limit("net", 0)
-    stuck = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 0} for i in range(1200)])
+    stuck = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 0} for i in range(300)])
     later = tq.enqueue("later", priority=5)
-    # A claim parks up to 500 rows it walked past and the 64 right after them
-    # (park_rows v3): three claims park all 1,200.
+    # A claim parks the rows it walked past and the 64 right after them
+    # (park_rows v3); here it walks past all 300.
     got = tq.claim()
     assert got is not None and got.id == later
-    assert parked(dsn) == stuck[:564]
-    assert tq.claim() is None and tq.claim() is None
     assert parked(dsn) == stuck
+    assert tq.claim() is None
     tq.set_pool_limit("net", 1)
     assert parked(dsn) == []
     assert tq.claim().id == stuck[0]  # type: ignore[union-attr]
+
+
+def test_a_backlog_behind_a_full_pool_is_parked_in_bulk(tq: TaskQueue, dsn: str) -> None:
+    """park_rows v5: a claim that hands over all it may (500 rows) parks up to 8,192 more ahead.
+
+    Before, each claim parked 564 rows of such a backlog, and every claim until the last passed
+    all that was still unparked: 20,000 rows took 36 claims, each reading the rest.
+    """
+    tq.set_pool_limit("net", 0)
+    stuck = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 0} for i in range(20_000)])
+    later = tq.enqueue_many([{"payload": i, "priority": 5} for i in range(3)])
+    got = tq.claim()
+    assert got is not None and got.id == later[0]
+    assert parked(dsn) == stuck[: 500 + 8192]
+    assert tq.claim().id == later[1]  # type: ignore[union-attr]
+    assert parked(dsn) == stuck[: 2 * (500 + 8192)]
+    assert tq.claim().id == later[2]  # type: ignore[union-attr]
+    assert parked(dsn) == stuck
+    assert tq.claim() is None
+    assert tq.check().ok
+    tq.set_pool_limit("net", 1)  # one release puts the whole backlog back, in order
+    assert parked(dsn) == []
+    assert tq.claim().id == stuck[0]  # type: ignore[union-attr]
+
+
+def test_a_claim_over_a_list_parks_ahead_in_every_queue_it_walked(tq: TaskQueue, dsn: str) -> None:
+    """park_rows v5: rows ahead of each queue the walked rows lie in; version 4 parked only the last one's."""
+    tq.set_pool_limit("net", 1)
+    tq.enqueue("holder", pool="net", priority=-1)
+    running = tq.claim()  # "net" is full from here
+    assert running is not None
+    walked = tq.enqueue_many([{"payload": i, "pool": "net", "queue": q} for q in ("a", "b") for i in range(3)])
+    plain = tq.enqueue("plain", queue="a")
+    ahead_a = tq.enqueue_many([{"payload": i, "pool": "net", "queue": "a"} for i in range(20)])
+    ahead_b = tq.enqueue_many([{"payload": i, "pool": "net", "queue": "b"} for i in range(20)])
+    behind = tq.enqueue_many([{"payload": i, "pool": "net", "queue": "a", "priority": 1} for i in range(5)])
+    got = tq.claim(queues=["a", "b"])
+    assert got is not None and got.id == plain
+    assert parked(dsn) == walked + ahead_a + ahead_b
+    assert not set(parked(dsn)) & set(behind)
+    assert tq.check().ok
+    tq.complete(running)
+    assert parked(dsn) == []
 
 
 def test_a_claim_parks_the_rows_right_after_those_it_walked_past(tq: TaskQueue, dsn: str) -> None:

@@ -1,0 +1,110 @@
+-- park_rows: park the given queued tasks whose pool is full, and the rows
+-- right after them in claim order whose pool is full, unless the pool had
+-- room in the last second.
+--
+-- A claim passes the rows it walked past because their pool was full. Their
+-- pools are locked first (FOR UPDATE SKIP LOCKED, and only those still full
+-- under the lock), so no release can free a slot before this transaction
+-- ends: a task is never parked in a pool with room. Rows busy elsewhere are
+-- skipped, as are pools another transaction holds; a later claim parks them.
+-- Nothing here waits. The locked pools join the caller's held list.
+--
+-- Version 5 (migration 0044): rows ahead in every group passed, and many of
+-- them when the claim passed all it may hand over. A group is a queue and a
+-- priority of the given rows; the rows ahead of a group are those after its
+-- largest id in the same queue and priority (next in claim order either
+-- way, as in version 3). Up to c_groups groups, those with the most rows
+-- passed first, each c_ahead rows ahead; but when the caller hands over
+-- c_bulk_after rows (500, claim_tasks' c_park: it passed at least that many
+-- and kept no more), c_bulk rows ahead a group, c_bulk in all. A pool that
+-- fills behind a long backlog (or a backlog put back, as the benchmark's
+-- reset does) was parked 564 rows a claim, and every claim until then passed
+-- what was still unparked: listed_half_pools at 1M tasks (50,000 passed
+-- rows, in two queues) took about 35 claims of 50-70 ms with one consumer,
+-- and 5.5 s of 100-160 ms claims with eight. A claim of a backlog parks
+-- about 8,700 rows now, at about 17 us a row, in a claim that had passed
+-- some 25,000 to find its task: six claims, and 2 s with eight consumers.
+-- Version 4 parked ahead of the passed row with the largest id only; where
+-- the passed rows lie in several queues (a list), the others' rows ahead
+-- waited for later claims.
+--
+-- Version 4 (migration 0034): the tasks of a pool that had room in the last
+-- second (freed_at, set by mark_pool_freed) are not parked. Such a pool
+-- fills and frees over and over, and each time it frees, unpark_tasks puts
+-- back every task the claims parked meanwhile: with one pool of limit 2
+-- holding half of 100,000 tasks, 8 consumers ran at 0.40 of a naive loop,
+-- each release unparking about 70 ms of rows while it held the pool's row.
+-- The claims walk past those tasks instead, as the naive query does, and a
+-- pool that stays full is parked as before, a second after its last free
+-- slot at most.
+--
+-- Version 3 (migration 0031): the rows ahead are parked too. With them go
+-- the next c_ahead (64) claimable rows of the same queue and priority as the
+-- passed row with the largest id, those past it: they come next in claim
+-- order whichever way the claim runs, (priority, id) or (priority DESC, id),
+-- over one queue, a list or every queue. Where most tasks wait in full pools
+-- (200,000 tasks over 2,000 pools, 90% of the tasks in full ones, 8
+-- consumers), every claim walked past about 9 such rows and parked them, two
+-- statements and a lock per pool for those 9, and the next claim found the
+-- same mix at the head. A call now clears a stretch, and the claims after it
+-- find a head with fewer rows to pass over. Rows of another priority are not
+-- read, so a claim never parks what lies behind it in its own order. The
+-- pools are looked up by name from the rows' own list (= ANY of an array),
+-- so the plan reads one pool row per name whatever the pools table holds.
+--
+-- Version 2 (migration 0026): the row is tested with state = 'queued'
+-- COLLATE "C", so the planner cannot use a claim index (whose predicate says
+-- state = 'queued') for a lookup by id; see claim_tasks.v19.
+CREATE OR REPLACE FUNCTION park_rows(p_ids bigint[], INOUT locked text[])
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $fn$
+DECLARE
+    c_ahead CONSTANT integer := 64;
+    c_groups CONSTANT integer := 8;
+    c_bulk_after CONSTANT integer := 500;  -- claim_tasks' c_park: the most rows a claim hands over
+    c_bulk CONSTANT integer := 8192;
+    c_quiet CONSTANT interval := '1 second';  -- a pool freed more recently is not parked
+    v_n integer := cardinality(p_ids);
+    v_ahead integer;
+    v_ids bigint[];
+    v_full text[];
+BEGIN
+    IF COALESCE(v_n, 0) = 0 THEN
+        RETURN;
+    END IF;
+    v_ahead := CASE WHEN v_n >= c_bulk_after THEN c_bulk ELSE c_ahead END;
+    -- The rows read are bounded (c_groups groups of v_ahead rows, c_bulk in
+    -- all), not the rows kept: a stretch of tasks with no pool costs the
+    -- same read and parks nothing.
+    v_ids := p_ids || ARRAY(SELECT a.id
+                              FROM (SELECT t.queue, t.priority, max(t.id) AS last FROM tasks t
+                                     WHERE t.id = ANY (p_ids)
+                                     GROUP BY t.queue, t.priority
+                                     ORDER BY count(*) DESC, max(t.id) DESC
+                                     LIMIT c_groups) g
+                             CROSS JOIN LATERAL (SELECT t.id, t.pool FROM tasks t
+                                                  WHERE t.state = 'queued' AND NOT t.parked AND t.queue = g.queue
+                                                    AND t.priority = g.priority AND t.id > g.last
+                                                  ORDER BY t.priority, t.id
+                                                  LIMIT v_ahead) a
+                             WHERE a.pool IS NOT NULL
+                             LIMIT c_bulk);
+    SELECT array_agg(f.name) INTO v_full
+      FROM (SELECT p.name FROM pools p
+             WHERE p.name = ANY (ARRAY(SELECT DISTINCT t.pool FROM tasks t
+                                        WHERE t.id = ANY (v_ids) AND t.pool IS NOT NULL))
+               AND p.running_limit IS NOT NULL AND p.running >= p.running_limit
+               AND (p.freed_at IS NULL OR p.freed_at < now() - c_quiet)
+             ORDER BY p.name
+             FOR UPDATE SKIP LOCKED) f;
+    IF v_full IS NULL THEN
+        RETURN;
+    END IF;
+    UPDATE tasks SET parked = true
+     WHERE id IN (SELECT t.id FROM tasks t
+                   WHERE t.id = ANY (v_ids) AND t.pool = ANY (v_full) AND t.state = 'queued' COLLATE "C" AND NOT t.parked
+                   FOR UPDATE SKIP LOCKED);
+    locked := locked || ARRAY(SELECT f.name FROM unnest(v_full) AS f(name) WHERE f.name <> ALL (locked));
+END
+$fn$;
