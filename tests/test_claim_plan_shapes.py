@@ -78,11 +78,12 @@ LISTED_BUCKETS = {"listed_deadlines": 5}
 SETTLE = 400  # rows per claim + done loop before the steady-state claim is measured (500 at 200k)
 # Known misses, kept in the run so that a fix shows (strict: the test fails
 # once they pass). listed_half_pools (a list of 20 of 40 queues, half the pools
-# full): the first claim on a fresh backlog reads 4,800 buffers at 10k and
-# 18,352 at 200k (a claim of 100: 4,927 and 18,766), most of them parking the
-# rows of full pools it passed (up to 564 rows, each a row update and its
-# index entries) and asking each listed queue's buckets; the steady claim
-# 210 and 1,724. See docs/performance.md, listed_half_pools.
+# full): the first claim on a fresh backlog passes every unparked task of a
+# full pool ahead of its answer and parks as many as it may (park_rows v5: up
+# to 8,692 rows, about 22 buffers each): 5,426 buffers at 10k and 197,595 at
+# 200k (18,348 with park_rows v4, which parked 564 a claim and left the rest
+# for the next claims to pass again); the steady claim 210 and 1,792. See
+# docs/performance.md, listed_half_pools and "parking a backlog in bulk".
 UNBOUNDED = {"listed_half_pools"}
 
 

@@ -14,19 +14,26 @@
 -- priority of the given rows; the rows ahead of a group are those after its
 -- largest id in the same queue and priority (next in claim order either
 -- way, as in version 3). Up to c_groups groups, those with the most rows
--- passed first, each c_ahead rows ahead; but when the caller hands over
+-- passed first, c_ahead rows ahead each; but when the caller hands over
 -- c_bulk_after rows (500, claim_tasks' c_park: it passed at least that many
--- and kept no more), c_bulk rows ahead a group, c_bulk in all. A pool that
--- fills behind a long backlog (or a backlog put back, as the benchmark's
--- reset does) was parked 564 rows a claim, and every claim until then passed
--- what was still unparked: listed_half_pools at 1M tasks (50,000 passed
--- rows, in two queues) took about 35 claims of 50-70 ms with one consumer,
--- and 5.5 s of 100-160 ms claims with eight. A claim of a backlog parks
--- about 8,700 rows now, at about 17 us a row, in a claim that had passed
--- some 25,000 to find its task: six claims, and 2 s with eight consumers.
--- Version 4 parked ahead of the passed row with the largest id only; where
--- the passed rows lie in several queues (a list), the others' rows ahead
--- waited for later claims.
+-- and kept no more), up to c_bulk rows ahead, c_bulk in all. Version 4 read
+-- ahead of the passed row with the largest id only, 64 rows.
+-- Why: a pool that fills behind a long backlog (or a backlog put back, as
+-- the benchmark's reset does) was parked 564 rows a claim, and every claim
+-- until the last passed all that was still unparked. listed_half_pools at
+-- 1M tasks (50,000 such rows in two queues) took about 35 claims of 50-70
+-- ms with one consumer; with eight, 5.5 s of 100-160 ms claims, since the
+-- claims that find a pool locked by another's parking (SKIP LOCKED) pass
+-- the backlog and park none of it. Now a claim parks about 8,700 rows,
+-- at about 22 buffers a row: six claims of 200-400 ms with one consumer,
+-- about 2 s with eight (bench shapes x8: 0.95x of the naive query -> 6.4x).
+-- The price is the first claims: at 200k tasks the first reads 197,595
+-- buffers where it read 18,348, and the claim's p99 measured from a reset
+-- grows with the backlog more than before (docs/performance.md, "parking a
+-- backlog in bulk").
+-- The passed rows' pools are asked first, and where none may be parked
+-- nothing ahead is read (one busy pool, freed every moment, is never
+-- parked: version 4).
 --
 -- Version 4 (migration 0034): the tasks of a pool that had room in the last
 -- second (freed_at, set by mark_pool_freed) are not parked. Such a pool
@@ -73,6 +80,22 @@ BEGIN
     IF COALESCE(v_n, 0) = 0 THEN
         RETURN;
     END IF;
+    -- The passed rows' pools first: where none may be parked (none full, or
+    -- each freed in the last second, as one busy pool is), nothing ahead is
+    -- read. A claim that passed 500 rows of such a pool read 8,192 rows
+    -- ahead for nothing in a first build of this version: one pool of limit
+    -- 2 holding half of 100,000 tasks ran at 0.69 of version 4.
+    SELECT array_agg(f.name) INTO v_full
+      FROM (SELECT p.name FROM pools p
+             WHERE p.name = ANY (ARRAY(SELECT DISTINCT t.pool FROM tasks t
+                                        WHERE t.id = ANY (p_ids) AND t.pool IS NOT NULL))
+               AND p.running_limit IS NOT NULL AND p.running >= p.running_limit
+               AND (p.freed_at IS NULL OR p.freed_at < now() - c_quiet)
+             ORDER BY p.name
+             FOR UPDATE SKIP LOCKED) f;
+    IF v_full IS NULL THEN
+        RETURN;
+    END IF;
     v_ahead := CASE WHEN v_n >= c_bulk_after THEN c_bulk ELSE c_ahead END;
     -- The rows read are bounded (c_groups groups of v_ahead rows, c_bulk in
     -- all), not the rows kept: a stretch of tasks with no pool costs the
@@ -90,17 +113,16 @@ BEGIN
                                                   LIMIT v_ahead) a
                              WHERE a.pool IS NOT NULL
                              LIMIT c_bulk);
-    SELECT array_agg(f.name) INTO v_full
-      FROM (SELECT p.name FROM pools p
-             WHERE p.name = ANY (ARRAY(SELECT DISTINCT t.pool FROM tasks t
-                                        WHERE t.id = ANY (v_ids) AND t.pool IS NOT NULL))
-               AND p.running_limit IS NOT NULL AND p.running >= p.running_limit
-               AND (p.freed_at IS NULL OR p.freed_at < now() - c_quiet)
-             ORDER BY p.name
-             FOR UPDATE SKIP LOCKED) f;
-    IF v_full IS NULL THEN
-        RETURN;
-    END IF;
+    -- The other full pools of the rows ahead, locked the same way (nothing
+    -- waits, so the two statements' order of locks cannot deadlock).
+    v_full := v_full || ARRAY(SELECT p.name FROM pools p
+                               WHERE p.name = ANY (ARRAY(SELECT DISTINCT t.pool FROM tasks t
+                                                          WHERE t.id = ANY (v_ids[v_n + 1:]) AND t.pool IS NOT NULL))
+                                 AND p.name <> ALL (v_full)
+                                 AND p.running_limit IS NOT NULL AND p.running >= p.running_limit
+                                 AND (p.freed_at IS NULL OR p.freed_at < now() - c_quiet)
+                               ORDER BY p.name
+                                 FOR UPDATE SKIP LOCKED);
     UPDATE tasks SET parked = true
      WHERE id IN (SELECT t.id FROM tasks t
                    WHERE t.id = ANY (v_ids) AND t.pool = ANY (v_full) AND t.state = 'queued' COLLATE "C" AND NOT t.parked

@@ -11,7 +11,9 @@ backlog behind its full pools is longer than one claim can clear, and the
 rows ahead are read up to 8,192 in all instead of 64. A pool that fills
 behind a long backlog is then parked in a few claims, not in dozens that
 each pass everything still unparked. See docs/performance.md, "parking a
-backlog in bulk (migration 0044)".
+backlog in bulk (migration 0044)". The passed rows' pools are asked first:
+where none may be parked (one busy pool, freed every moment), nothing ahead
+is read at all.
 
 Only the function changes; no table or index does.
 """
