@@ -10,6 +10,12 @@ interleaved with the other half by id, belong to one pool of limit 2, the
 rest to none, as when a scanner queues one large network beside other work.
 ``--only big_head``: the same, with the pool's half queued first (ids
 1..N/2), so every claim of other work must get past all of it.
+``--only slow`` (also part of a full run): one pool of limit 1 whose tasks
+run 2 s (a consumer that takes one holds it that long), 20,000 of them
+queued ahead of 200,000 other tasks. The pool is full for longer than the
+quiet second after each release, so its backlog is parked between releases
+and every release unparks all of it. Ours against the naive loop; the
+figures are the other tasks' claims a second and what each release costs.
 Ours is measured against the same rows with no pools, and against a naive
 loop that maintains the pool's count itself (claim: the first queued task
 whose pool is not full, FOR UPDATE SKIP LOCKED, then the pool's count +1;
@@ -79,17 +85,24 @@ def _client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str
     stop = common.ready(counter, sync)
     n = 0
     lat: list[float] = []
+    released: list[float] = []
     while not stop.is_set():
         t0 = time.perf_counter()
         task = tq.claim(worker=f"pools-{idx}")
         lat.append(time.perf_counter() - t0)
         if task is None:
             break
+        if task.pool == SLOW_POOL:
+            time.sleep(SLOW_HOLD)
+            t0 = time.perf_counter()
+            tq.complete(task)
+            released.append(time.perf_counter() - t0)
+            continue
         tq.complete(task)
         n += 1
         counter.value = n
     tq.close()
-    return {"count": n, "lat": lat}
+    return {"count": n, "lat": lat, "released": released}
 
 
 def measure(dsn: str, rows: int, pooled: bool, seconds: float) -> dict[str, Any]:
@@ -117,6 +130,15 @@ def measure(dsn: str, rows: int, pooled: bool, seconds: float) -> dict[str, Any]
 
 
 BIG_SCHEMA = "bench_pools_big"
+SLOW_SCHEMA = "bench_pools_slow"
+SLOW_POOL = "slow"
+SLOW_HOLD = 2.0  # seconds a consumer holds a task of the slow pool
+SLOW_ROWS = 20_000  # the slow pool's backlog, queued ahead of ten times as many other tasks
+SEED_SLOW = """
+INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
+SELECT 'default', '{}'::jsonb, 0, 0, CASE WHEN g <= %(slow)s THEN 'slow' END, 'queued', 3
+  FROM generate_series(1, %(slow)s * 11) g
+"""
 BIG_ROWS = 100_000
 SEED_BIG = """
 INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
@@ -148,6 +170,7 @@ def _naive_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[
     conn = _connect(args)
     stop = common.ready(counter, sync)
     n = 0
+    released: list[float] = []
     while not stop.is_set():
         row = conn.execute(NAIVE_CLAIM).fetchone()
         if row is None:
@@ -163,15 +186,21 @@ def _naive_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[
                      " started_at = now(), lease_token = gen_random_uuid(),"
                      " lease_expires_at = now() + interval '60 seconds' WHERE id = %s", (task_id,))
         conn.commit()
+        if pool == SLOW_POOL:
+            time.sleep(SLOW_HOLD)
+        t0 = time.perf_counter()
         conn.execute("UPDATE tasks SET state = 'done', lease_token = NULL, lease_expires_at = NULL, finished_at = now()"
                      " WHERE id = %s", (task_id,))
         if pool is not None:
             conn.execute("UPDATE pools SET running = running - 1 WHERE name = %s", (pool,))
         conn.commit()
+        if pool == SLOW_POOL:
+            released.append(time.perf_counter() - t0)
+            continue
         n += 1
         counter.value = n
     conn.close()
-    return {"count": n}
+    return {"count": n, "released": released}
 
 
 def measure_big(dsn: str, rows: int, seconds: float, layout: str = "interleaved") -> dict[str, Any]:
@@ -192,11 +221,36 @@ def measure_big(dsn: str, rows: int, seconds: float, layout: str = "interleaved"
     return out
 
 
+def measure_slow(dsn: str, slow_rows: int, seconds: float) -> dict[str, Any]:
+    """The slow pool (``--only slow``): ours, then the naive loop, each on fresh rows."""
+    out: dict[str, Any] = {"slow_rows": slow_rows, "other_rows": slow_rows * 10, "limit": 1, "hold_s": SLOW_HOLD,
+                           "clients": CLIENTS}
+    for label, fn, naive in (("ours", _client, False), ("naive", _naive_big, True)):
+        common.fresh_queue(dsn, SLOW_SCHEMA).close()
+        statements: list[Any] = ["INSERT INTO pools (name, running_limit, running) VALUES ('slow', 1, 0)",
+                                 (SEED_SLOW, {"slow": slow_rows})]
+        if naive:
+            statements.append("CREATE INDEX bench_naive ON tasks (priority, id) WHERE state = 'queued'")
+        common.execute(dsn, SLOW_SCHEMA, *statements, "VACUUM ANALYZE tasks", "VACUUM ANALYZE pools")
+        elapsed, res, count = common.run_clients(fn, CLIENTS, {"dsn": dsn, "schema": SLOW_SCHEMA},
+                                                 label=f"slow pool: {label} x{CLIENTS}", total=seconds,
+                                                 seconds=seconds)
+        released = [x for r in res for x in r["released"]]
+        out[label] = {"other_claims": count, "seconds": elapsed, "other_per_second": count / elapsed,
+                      "releases": len(released), "release": common.latency_summary(released),
+                      "over_limit": common.scalar(dsn, SLOW_SCHEMA, OVER_LIMIT)}
+    common.drop_schema(dsn, SLOW_SCHEMA)
+    out["ours_vs_naive"] = common.ratio(out["ours"]["other_per_second"], out["naive"]["other_per_second"])
+    return out
+
+
 def run(opts: common.Options) -> dict[str, Any]:
     rows = opts.rows or DEFAULT_ROWS
     seconds = opts.seconds or 10.0
     if opts.only == "big":
         return {"scenario": "pools", "big_pool": measure_big(opts.dsn, opts.rows or BIG_ROWS, seconds)}
+    if opts.only == "slow":
+        return {"scenario": "pools", "slow_pool": measure_slow(opts.dsn, opts.rows or SLOW_ROWS, opts.seconds or 20.0)}
     if opts.only == "big_head":
         return {"scenario": "pools", "big_pool_head": measure_big(opts.dsn, opts.rows or BIG_ROWS, seconds, "head")}
     with_pools = measure(opts.dsn, rows, True, seconds)
@@ -220,4 +274,5 @@ def run(opts: common.Options) -> dict[str, Any]:
         "big_pool": measure_big(opts.dsn, BIG_ROWS if opts.rows is None else max(1, opts.rows // 2), seconds),
         "big_pool_head": measure_big(opts.dsn, BIG_ROWS if opts.rows is None else max(1, opts.rows // 2), seconds,
                                      "head"),
+        "slow_pool": measure_slow(opts.dsn, SLOW_ROWS if opts.rows is None else max(1, opts.rows // 10), 20.0),
     }
