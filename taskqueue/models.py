@@ -200,12 +200,6 @@ class PoolRow(Base):
     running: Mapped[int] = mapped_column(POOL_COUNT, server_default=text("0"), comment="Tasks of this pool in state running, exactly.")
     limit_changed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When running_limit was last set; claims since then all saw it.")
     freed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When the pool last went from full to having room; its tasks are not parked for a second after.")
-    parked_count: Mapped[int] = mapped_column(
-        BigInteger,
-        server_default=text("0"),
-        comment="Tasks parked since the pool last had room (an upper bound: a parked task cancelled stays counted); "
-        "0 again when it frees.",
-    )
 
 
 class WorkerRow(Base):

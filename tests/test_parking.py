@@ -153,50 +153,6 @@ def test_a_backlog_behind_a_full_pool_is_parked_in_bulk(tq: TaskQueue, dsn: str)
     assert tq.claim().id == stuck[0]  # type: ignore[union-attr]
 
 
-def _parked_count(dsn: str, pool: str) -> int:
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute("SELECT parked_count FROM taskqueue.pools WHERE name = %s", (pool,)).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-def test_a_pool_that_had_room_is_parked_only_as_far_as_its_release_can_unpark(tq: TaskQueue, dsn: str) -> None:
-    """park_rows v6: 1,000 rows for each second the pool has been full past the quiet one, counted.
-
-    Every release unparks all of a pool's parked tasks in its own transaction (about 85 us a row):
-    a pool of limit 1 with 2 s tasks and 20,000 waiting had each release take 1.4-1.8 s.
-    """
-    tq.set_pool_limit("net", 1)
-    tq.enqueue("holder", pool="net", priority=-1)
-    running = tq.claim()  # "net" is full from here
-    assert running is not None
-    waiting = tq.enqueue_many([{"payload": i, "pool": "net"} for i in range(5000)])
-    plain = tq.enqueue_many([{"payload": i} for i in range(2)])
-    with psycopg.connect(dsn) as conn:  # as far as the pool knows, it had room 3 s ago
-        conn.execute("UPDATE taskqueue.pools SET freed_at = now() - interval '3 seconds' WHERE name = 'net'")
-    assert tq.claim().id == plain[0]  # type: ignore[union-attr]
-    n = len(parked(dsn))
-    assert 2000 <= n <= 2500, n  # (3 - 1) s x 1,000, and the few ms since the update
-    assert parked(dsn) == waiting[:n]  # in claim order
-    assert _parked_count(dsn, "net") == n
-    assert tq.claim().id == plain[1]  # type: ignore[union-attr]
-    assert len(parked(dsn)) <= 2500  # the count holds it there
-    assert tq.check().ok
-    tq.complete(running)  # the release unparks them and the count starts again
-    assert parked(dsn) == [] and _parked_count(dsn, "net") == 0
-    assert tq.claim().id == waiting[0]  # type: ignore[union-attr]
-
-
-def test_a_pool_that_never_had_room_is_parked_without_a_bound(tq: TaskQueue, dsn: str) -> None:
-    """freed_at NULL (a limit of 0, or a first fill): parked as in park_rows v5, and counted."""
-    tq.set_pool_limit("net", 0)
-    stuck = tq.enqueue_many([{"payload": i, "pool": "net"} for i in range(3000)])
-    later = tq.enqueue("later", priority=5)
-    assert tq.claim().id == later  # type: ignore[union-attr]
-    assert parked(dsn) == stuck
-    assert _parked_count(dsn, "net") == 3000
-
-
 def test_a_claim_over_a_list_parks_ahead_in_every_queue_it_walked(tq: TaskQueue, dsn: str) -> None:
     """park_rows v5: rows ahead of each queue the walked rows lie in; version 4 parked only the last one's."""
     tq.set_pool_limit("net", 1)
