@@ -185,6 +185,34 @@ def test_four_processes_park_and_unpark_without_losing_a_task(tq: TaskQueue, dsn
     assert report.ok, report
 
 
+def test_four_processes_park_a_long_backlog_in_bulk_without_losing_a_task(tq: TaskQueue, dsn: str) -> None:
+    """park_rows v5: claims that pass 500 rows of full pools park thousands ahead, four at once.
+
+    12,000 tasks of two full pools, in two queues, wait ahead of the free work. Parking in bulk
+    contends for the same pools' rows (SKIP LOCKED), and a claim that finds them locked parks
+    nothing and goes on: no free task may be missed or taken twice, no blocked one taken.
+    """
+    blocked = ["10.3.0.0/24", "10.3.1.0/24"]
+    for name in blocked:
+        tq.set_pool_limit(name, 0)
+    specs = [{"payload": {"n": n}, "pool": blocked[n % 2], "queue": "ab"[n // 2 % 2], "priority": 0}
+             for n in range(12_000)]
+    specs += [{"payload": {"free": n}, "queue": "ab"[n % 2], "priority": 1} for n in range(400)]
+    ids = tq.enqueue_many(specs)
+    blocked_ids = set(ids[:12_000])
+
+    first = [tid for part in _run(_claim_and_complete, dsn) for tid in part]
+    assert sorted(first) == sorted(ids[12_000:])  # every free task once, no blocked one
+    assert tq.claim() is None
+    assert parked_count(dsn) == len(blocked_ids)  # the backlog is parked, all of it
+    assert tq.check().ok
+
+    for name in blocked:  # a limit of 1 each: both pools have room, every task is unparked
+        tq.set_pool_limit(name, 1)
+    assert parked_count(dsn) == 0
+    assert tq.check().ok
+
+
 def _claim_fits_and_complete(dsn: str, start: Any, out: Any, index: int, available: int) -> None:
     taken: list[tuple[int, int]] = []
     with TaskQueue(dsn, pool_size=1, max_overflow=0) as tq:
