@@ -25,15 +25,17 @@
 -- ms with one consumer; with eight, 5.5 s of 100-160 ms claims, since the
 -- claims that find a pool locked by another's parking (SKIP LOCKED) pass
 -- the backlog and park none of it. Now a claim parks about 8,700 rows,
--- at about 22 buffers a row: six claims of 200-400 ms with one consumer,
+-- at about 19 buffers a row: six claims of 200-400 ms with one consumer,
 -- about 2 s with eight (bench shapes x8: 0.95x of the naive query -> 6.4x).
--- The price is the first claims: at 200k tasks the first reads 197,595
+-- The price is the first claims: at 200k tasks the first reads 171,470
 -- buffers where it read 18,348, and the claim's p99 measured from a reset
 -- grows with the backlog more than before (docs/performance.md, "parking a
 -- backlog in bulk").
 -- The passed rows' pools are asked first, and where none may be parked
 -- nothing ahead is read (one busy pool, freed every moment, is never
--- parked: version 4).
+-- parked: version 4). The rows are parked by the ctid the locking statement
+-- returns, one index lookup a row where id IN (...) made two: that first
+-- claim at 200k reads 171,470 buffers, not 197,590 (203 against 255 ms).
 --
 -- Version 4 (migration 0034): the tasks of a pool that had room in the last
 -- second (freed_at, set by mark_pool_freed) are not parked. Such a pool
@@ -123,10 +125,11 @@ BEGIN
                                  AND (p.freed_at IS NULL OR p.freed_at < now() - c_quiet)
                                ORDER BY p.name
                                  FOR UPDATE SKIP LOCKED);
-    UPDATE tasks SET parked = true
-     WHERE id IN (SELECT t.id FROM tasks t
-                   WHERE t.id = ANY (v_ids) AND t.pool = ANY (v_full) AND t.state = 'queued' COLLATE "C" AND NOT t.parked
-                   FOR UPDATE SKIP LOCKED);
+    UPDATE tasks u SET parked = true
+      FROM (SELECT t.ctid AS tid FROM tasks t
+             WHERE t.id = ANY (v_ids) AND t.pool = ANY (v_full) AND t.state = 'queued' COLLATE "C" AND NOT t.parked
+             FOR UPDATE SKIP LOCKED) x
+     WHERE u.ctid = x.tid;
     locked := locked || ARRAY(SELECT f.name FROM unnest(v_full) AS f(name) WHERE f.name <> ALL (locked));
 END
 $fn$;
