@@ -80,7 +80,7 @@ SETTLE = 400  # rows per claim + done loop before the steady-state claim is meas
 # once they pass). listed_half_pools (a list of 20 of 40 queues, half the pools
 # full): the first claim on a fresh backlog passes every unparked task of a
 # full pool ahead of its answer and parks as many as it may (park_rows v5: up
-# to 8,692 rows, about 19 buffers each): 4,939 buffers at 10k and 171,470 at
+# to 8,692 rows, about 17 buffers each): 4,939 buffers at 10k and 152,438 at
 # 200k (18,348 with park_rows v4, which parked 564 a claim and left the rest
 # for the next claims to pass again); the steady claim 210 and 1,792. See
 # docs/performance.md, listed_half_pools and "parking a backlog in bulk".

@@ -25,17 +25,18 @@
 -- ms with one consumer; with eight, 5.5 s of 100-160 ms claims, since the
 -- claims that find a pool locked by another's parking (SKIP LOCKED) pass
 -- the backlog and park none of it. Now a claim parks about 8,700 rows,
--- at about 19 buffers a row: six claims of 200-400 ms with one consumer,
+-- at about 17 buffers a row: six claims of 200-400 ms with one consumer,
 -- about 2 s with eight (bench shapes x8: 0.95x of the naive query -> 6.4x).
--- The price is the first claims: at 200k tasks the first reads 171,470
+-- The price is the first claims: at 200k tasks the first reads 152,438
 -- buffers where it read 18,348, and the claim's p99 measured from a reset
 -- grows with the backlog more than before (docs/performance.md, "parking a
 -- backlog in bulk").
 -- The passed rows' pools are asked first, and where none may be parked
 -- nothing ahead is read (one busy pool, freed every moment, is never
 -- parked: version 4). The rows are parked by the ctid the locking statement
--- returns, one index lookup a row where id IN (...) made two: that first
--- claim at 200k reads 171,470 buffers, not 197,590 (203 against 255 ms).
+-- returns, one index lookup a row where id IN (...) made two, and the rows
+-- ahead bring their pools with them, where a first build fetched them again
+-- by id: that first claim at 200k reads 152,438 buffers, not 197,590.
 --
 -- Version 4 (migration 0034): the tasks of a pool that had room in the last
 -- second (freed_at, set by mark_pool_freed) are not parked. Such a pool
@@ -78,6 +79,7 @@ DECLARE
     v_ahead integer;
     v_ids bigint[];
     v_full text[];
+    v_pools text[];  -- the pools of the rows ahead
 BEGIN
     IF COALESCE(v_n, 0) = 0 THEN
         RETURN;
@@ -102,24 +104,27 @@ BEGIN
     -- The rows read are bounded (c_groups groups of v_ahead rows, c_bulk in
     -- all), not the rows kept: a stretch of tasks with no pool costs the
     -- same read and parks nothing.
-    v_ids := p_ids || ARRAY(SELECT a.id
-                              FROM (SELECT t.queue, t.priority, max(t.id) AS last FROM tasks t
-                                     WHERE t.id = ANY (p_ids)
-                                     GROUP BY t.queue, t.priority
-                                     ORDER BY count(*) DESC, max(t.id) DESC
-                                     LIMIT c_groups) g
-                             CROSS JOIN LATERAL (SELECT t.id, t.pool FROM tasks t
-                                                  WHERE t.state = 'queued' AND NOT t.parked AND t.queue = g.queue
-                                                    AND t.priority = g.priority AND t.id > g.last
-                                                  ORDER BY t.priority, t.id
-                                                  LIMIT v_ahead) a
-                             WHERE a.pool IS NOT NULL
-                             LIMIT c_bulk);
+    -- The rows ahead and their pools in one read: the pools' lookup below
+    -- needs no second fetch of thousands of rows by id.
+    SELECT p_ids || COALESCE(array_agg(b.id), '{}'), array_agg(DISTINCT b.pool)
+      INTO v_ids, v_pools
+      FROM (SELECT a.id, a.pool
+              FROM (SELECT t.queue, t.priority, max(t.id) AS last FROM tasks t
+                     WHERE t.id = ANY (p_ids)
+                     GROUP BY t.queue, t.priority
+                     ORDER BY count(*) DESC, max(t.id) DESC
+                     LIMIT c_groups) g
+             CROSS JOIN LATERAL (SELECT t.id, t.pool FROM tasks t
+                                  WHERE t.state = 'queued' AND NOT t.parked AND t.queue = g.queue
+                                    AND t.priority = g.priority AND t.id > g.last
+                                  ORDER BY t.priority, t.id
+                                  LIMIT v_ahead) a
+             WHERE a.pool IS NOT NULL
+             LIMIT c_bulk) b;
     -- The other full pools of the rows ahead, locked the same way (nothing
     -- waits, so the two statements' order of locks cannot deadlock).
     v_full := v_full || ARRAY(SELECT p.name FROM pools p
-                               WHERE p.name = ANY (ARRAY(SELECT DISTINCT t.pool FROM tasks t
-                                                          WHERE t.id = ANY (v_ids[v_n + 1:]) AND t.pool IS NOT NULL))
+                               WHERE p.name = ANY (v_pools)
                                  AND p.name <> ALL (v_full)
                                  AND p.running_limit IS NOT NULL AND p.running >= p.running_limit
                                  AND (p.freed_at IS NULL OR p.freed_at < now() - c_quiet)
