@@ -200,6 +200,7 @@ class PoolRow(Base):
     running: Mapped[int] = mapped_column(POOL_COUNT, server_default=text("0"), comment="Tasks of this pool in state running, exactly.")
     limit_changed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When running_limit was last set; claims since then all saw it.")
     freed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), comment="When the pool last went from full to having room; its tasks are not parked for a second after.")
+    parked_open: Mapped[bool] = mapped_column(server_default=text("false"), comment="The pool has room and some of its tasks are still parked, each behind as many unparked ones as it has free slots (unpark_behind).")
 
 
 class WorkerRow(Base):

@@ -207,8 +207,12 @@ def test_four_processes_park_a_long_backlog_in_bulk_without_losing_a_task(tq: Ta
     assert parked_count(dsn) == len(blocked_ids)  # the backlog is parked, all of it
     assert tq.check().ok
 
-    for name in blocked:  # a limit of 1 each: both pools have room, every task is unparked
+    for name in blocked:  # a limit of 1 each: one slot, so (past 1,000 parked) the first of each queue goes back
         tq.set_pool_limit(name, 1)
+    assert parked_count(dsn) == len(blocked_ids) - 2 * len(blocked)
+    assert tq.check().ok
+    for name in blocked:  # no limit: the whole backlog goes back
+        tq.set_pool_limit(name, None)
     assert parked_count(dsn) == 0
     assert tq.check().ok
 

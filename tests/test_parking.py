@@ -1,7 +1,10 @@
 """Parking: a claim takes full pools' tasks out of the claim index; a free slot puts them back.
 
-The invariant behind it: a parked task's pool exists and is full at every
-commit, so parking never changes what a claim returns, only what it walks.
+The invariant behind it: at every commit a parked task's pool exists and is
+full, or (past 1,000 parked tasks, migration 0045; tests/test_unpark_behind.py)
+has as many free slots as there are unparked tasks of its pool and queue that
+come before it in both claim orders and need no more than it does. So parking
+never changes what a claim returns, only what it walks.
 """
 
 from __future__ import annotations
@@ -111,6 +114,8 @@ def test_cancel_of_a_parked_task(full_pool, dsn: str) -> None:  # type: ignore[n
     assert tq.claim().id == plain  # type: ignore[union-attr]
     assert tq.cancel(waiting[0])
     assert tq.get(waiting[0]).state == "cancelled"  # type: ignore[union-attr]
+    assert parked(dsn) == waiting[1:]  # a cancelled task is no longer parked
+    assert tq.check().ok
     tq.complete(running)
     assert tq.claim().id == waiting[1]  # type: ignore[union-attr]
 
@@ -148,9 +153,13 @@ def test_a_backlog_behind_a_full_pool_is_parked_in_bulk(tq: TaskQueue, dsn: str)
     assert parked(dsn) == stuck
     assert tq.claim() is None
     assert tq.check().ok
-    tq.set_pool_limit("net", 1)  # one release puts the whole backlog back, in order
-    assert parked(dsn) == []
+    tq.set_pool_limit("net", 1)  # past 1,000 parked, one free slot puts back the one task a claim can take
+    assert parked(dsn) == stuck[1:]
+    assert tq.check().ok
     assert tq.claim().id == stuck[0]  # type: ignore[union-attr]
+    tq.set_pool_limit("net", None)  # no limit: the whole backlog goes back, in order
+    assert parked(dsn) == []
+    assert [tq.claim().id for _ in range(3)] == stuck[1:4]  # type: ignore[union-attr]
 
 
 def test_a_claim_over_a_list_parks_ahead_in_every_queue_it_walked(tq: TaskQueue, dsn: str) -> None:
@@ -371,9 +380,9 @@ def test_stranded_parked_task_is_reported_and_repaired(full_pool, dsn: str) -> N
     tq, running, waiting, plain = full_pool
     assert tq.claim().id == plain  # type: ignore[union-attr]
     with psycopg.connect(dsn) as conn:  # free the slot behind the trigger's back
-        conn.execute("ALTER TABLE taskqueue.pools DISABLE TRIGGER unpark_on_free_slot")
+        conn.execute("ALTER TABLE taskqueue.pools DISABLE TRIGGER reopen_on_free_slot")
         conn.execute("UPDATE taskqueue.pools SET running_limit = 5 WHERE name = 'net'")
-        conn.execute("ALTER TABLE taskqueue.pools ENABLE TRIGGER unpark_on_free_slot")
+        conn.execute("ALTER TABLE taskqueue.pools ENABLE TRIGGER reopen_on_free_slot")
     report = tq.check()
     assert not report.ok
     assert {v.check for v in report.violations} == {"parked_in_open_pool"}

@@ -99,11 +99,12 @@ UPDATE tasks SET parked = false
 RETURNING id, state;
 
 -- name: unpark_open_pool_tasks
--- Repair: parked tasks whose pool has room (or no row) go back into the claim
--- index. The pool trigger does this on every release; this catches a pool
--- emptied behind its back (TRUNCATE, or a hand-edited row with triggers off).
+-- Repair: parked tasks that a claim could need go back into the claim index:
+-- their pool has room (or no row) and they are not behind enough unparked
+-- tasks (invariant_parked_in_open_pool). The pool trigger keeps this on
+-- every release; this catches a pool emptied behind its back (TRUNCATE, or
+-- a hand-edited row with triggers off).
 UPDATE tasks t SET parked = false
- WHERE t.parked AND t.state = 'queued'
-   AND NOT EXISTS (SELECT 1 FROM pools p
-                    WHERE p.name = t.pool AND p.running_limit IS NOT NULL AND p.running >= p.running_limit)
+  FROM invariant_parked_in_open_pool v
+ WHERE t.id = v.task_id AND t.parked AND t.state = 'queued'
 RETURNING t.id, t.pool;

@@ -307,12 +307,24 @@ SELECT id, pool, state FROM rescued;
 -- name: cancel_task
 -- Queued or scheduled: cancelled now. Running: a request the holder sees on
 -- its next heartbeat; its complete/fail then ends the task cancelled.
-UPDATE tasks
-   SET state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,
-       finished_at = CASE WHEN state = 'running' THEN finished_at ELSE now() END,
-       cancel_requested = true
- WHERE id = :id AND state IN ('queued', 'scheduled', 'running')
-RETURNING id, state;
+-- A cancelled task is no longer parked (only a queued one is). A queued task
+-- of a pool with room and parked tasks may be what some of them wait behind
+-- (unpark_behind): one more layer is put back.
+WITH cancelled AS (
+    UPDATE tasks
+       SET state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,
+           finished_at = CASE WHEN state = 'running' THEN finished_at ELSE now() END,
+           parked = CASE WHEN state = 'running' THEN parked ELSE false END,
+           cancel_requested = true
+     WHERE id = :id AND state IN ('queued', 'scheduled', 'running')
+    RETURNING id, state, pool
+), reopened AS (
+    UPDATE pools p SET parked_open = unpark_behind(p.name, 1)
+      FROM cancelled c
+     WHERE p.name = c.pool AND c.state = 'cancelled'
+       AND p.parked_open AND p.running < p.running_limit
+)
+SELECT id, state FROM cancelled;
 
 -- name: retry_task
 -- An operator's retry of a failed task: back to queued with a fresh attempt
