@@ -136,9 +136,15 @@ SLOW_HOLD = 2.0  # seconds a consumer holds a task of the slow pool
 SLOW_ROWS = 20_000  # the slow pool's backlog, queued ahead of ten times as many other tasks
 SEED_SLOW = """
 INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
-SELECT 'default', '{}'::jsonb, 0, 0, CASE WHEN g <= %(slow)s THEN 'slow' END, 'queued', 3
+SELECT 'default', '{{}}'::jsonb, 0, {required}, CASE WHEN g <= %(slow)s THEN 'slow' END, 'queued', 3
   FROM generate_series(1, %(slow)s * 11) g
 """
+#: The slow pool's sizes (every claim takes any size: the consumers give no
+#: ``available``). A release puts back the staircase of running minima of
+#: ``required`` (unpark_behind): one task when all are equal, about ln n in
+#: random order, and every one when the size falls as id grows, the
+#: adversarial case, where a release costs what it did before migration 0045.
+SLOW_SIZES = {"equal": "0", "random": "(g * 7919) %% 1000", "falling": "%(slow)s * 11 - g"}
 BIG_ROWS = 100_000
 SEED_BIG = """
 INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
@@ -221,14 +227,14 @@ def measure_big(dsn: str, rows: int, seconds: float, layout: str = "interleaved"
     return out
 
 
-def measure_slow(dsn: str, slow_rows: int, seconds: float) -> dict[str, Any]:
-    """The slow pool (``--only slow``): ours, then the naive loop, each on fresh rows."""
+def measure_slow(dsn: str, slow_rows: int, seconds: float, sizes: str = "equal") -> dict[str, Any]:
+    """The slow pool (``--only slow``, ``slow_random``, ``slow_falling``): ours, then the naive loop, on fresh rows."""
     out: dict[str, Any] = {"slow_rows": slow_rows, "other_rows": slow_rows * 10, "limit": 1, "hold_s": SLOW_HOLD,
-                           "clients": CLIENTS}
+                           "clients": CLIENTS, "sizes": sizes}
     for label, fn, naive in (("ours", _client, False), ("naive", _naive_big, True)):
         common.fresh_queue(dsn, SLOW_SCHEMA).close()
         statements: list[Any] = ["INSERT INTO pools (name, running_limit, running) VALUES ('slow', 1, 0)",
-                                 (SEED_SLOW, {"slow": slow_rows})]
+                                 (SEED_SLOW.format(required=SLOW_SIZES[sizes]), {"slow": slow_rows})]
         if naive:
             statements.append("CREATE INDEX bench_naive ON tasks (priority, id) WHERE state = 'queued'")
         common.execute(dsn, SLOW_SCHEMA, *statements, "VACUUM ANALYZE tasks", "VACUUM ANALYZE pools")
@@ -249,8 +255,10 @@ def run(opts: common.Options) -> dict[str, Any]:
     seconds = opts.seconds or 10.0
     if opts.only == "big":
         return {"scenario": "pools", "big_pool": measure_big(opts.dsn, opts.rows or BIG_ROWS, seconds)}
-    if opts.only == "slow":
-        return {"scenario": "pools", "slow_pool": measure_slow(opts.dsn, opts.rows or SLOW_ROWS, opts.seconds or 20.0)}
+    if opts.only in ("slow", "slow_random", "slow_falling"):
+        sizes = "equal" if opts.only == "slow" else opts.only.removeprefix("slow_")
+        return {"scenario": "pools",
+                f"{opts.only}_pool": measure_slow(opts.dsn, opts.rows or SLOW_ROWS, opts.seconds or 20.0, sizes)}
     if opts.only == "big_head":
         return {"scenario": "pools", "big_pool_head": measure_big(opts.dsn, opts.rows or BIG_ROWS, seconds, "head")}
     with_pools = measure(opts.dsn, rows, True, seconds)

@@ -42,6 +42,7 @@ DECLARE
     c_max_layers CONSTANT integer := 16;
     v_setting text := current_setting('taskqueue.unpark_all_below', true);
     v_all_below integer := CASE WHEN v_setting ~ '^[0-9]{1,9}$' THEN v_setting::integer ELSE 1000 END;
+    v_ids bigint[];
 BEGIN
     IF p_layers IS NULL OR p_layers > c_max_layers
        OR (SELECT count(*) FROM (SELECT 1 FROM tasks
@@ -51,20 +52,21 @@ BEGIN
         RETURN false;
     END IF;
     FOR i IN 1 .. p_layers LOOP
-        WITH staircase AS (
-            SELECT t.id, t.required,
-                   min(t.required) OVER (PARTITION BY t.queue ORDER BY t.priority, t.id
-                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS least_before,
-                   min(t.required) OVER (PARTITION BY t.queue ORDER BY t.priority DESC, t.id
-                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS least_before_desc
-              FROM tasks t
-             WHERE t.pool = p_pool AND t.parked AND t.state = 'queued'
-        )
-        UPDATE tasks u SET parked = false
-          FROM staircase s
-         WHERE u.id = s.id AND u.parked AND u.state = 'queued'
-           AND (s.least_before IS NULL OR s.required < s.least_before
-                OR s.least_before_desc IS NULL OR s.required < s.least_before_desc);
+        -- The ids first, then the update by primary key: the row estimate of
+        -- ix_tasks_parked is stale as often as not (a claim parked thousands
+        -- since the last ANALYZE), and a join planned for one row there ran
+        -- the window once per row of the table.
+        SELECT array_agg(s.id) INTO v_ids
+          FROM (SELECT t.id, t.required,
+                       min(t.required) OVER (PARTITION BY t.queue ORDER BY t.priority, t.id
+                                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS least_before,
+                       min(t.required) OVER (PARTITION BY t.queue ORDER BY t.priority DESC, t.id
+                                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS least_before_desc
+                  FROM tasks t
+                 WHERE t.pool = p_pool AND t.parked AND t.state = 'queued') s
+         WHERE s.least_before IS NULL OR s.required < s.least_before
+            OR s.least_before_desc IS NULL OR s.required < s.least_before_desc;
+        UPDATE tasks SET parked = false WHERE id = ANY (v_ids) AND parked AND state = 'queued';
         EXIT WHEN NOT FOUND;
     END LOOP;
     RETURN EXISTS (SELECT 1 FROM tasks WHERE pool = p_pool AND parked AND state = 'queued');
