@@ -14,7 +14,7 @@ from . import common
 
 SCENARIOS = (
     "shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "async_api", "report",
-    "versions", "instructions", "stale", "due_burst", "gil_threads",
+    "versions", "instructions", "stale", "due_burst", "gil_threads", "random_shapes",
 )
 
 
@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10 "
                              "(versions: several, comma-separated, or an index as it was, e.g. ix_tasks_fit_fine.v1); "
                              "stale: older function files, comma-separated")
+    parser.add_argument("--count", type=int, default=None, help="random_shapes: how many shapes to draw (default 30)")
+    parser.add_argument("--seed", type=int, default=None, help="random_shapes: the seed of the draw (default 1)")
     parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
     ns = parser.parse_args(argv)
     if ns.scenario == "report" and ns.render:
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     dsn = common.ensure_database(ns.dsn)
     opts = common.Options(dsn=dsn, rows=ns.rows, seconds=ns.seconds, churn_rows=ns.churn_rows, only=ns.only,
-                          old=ns.old)
+                          old=ns.old, count=ns.count, seed=ns.seed)
     module = importlib.import_module(f"bench.{ns.scenario}")
     result = module.run(opts)
     result.setdefault("server", common.server_facts(dsn))

@@ -34,6 +34,8 @@ class Options:
     churn_rows: int | None = None
     only: str | None = None
     old: str | None = None
+    count: int | None = None
+    seed: int | None = None
 
 
 def with_dbname(dsn: str, dbname: str) -> str:

@@ -43,6 +43,7 @@ DECLARE
     v_setting text := current_setting('taskqueue.unpark_all_below', true);
     v_all_below integer := CASE WHEN v_setting ~ '^[0-9]{1,9}$' THEN v_setting::integer ELSE 1000 END;
     v_ids bigint[];
+    v_parked bigint;
 BEGIN
     IF p_layers IS NULL OR p_layers > c_max_layers
        OR (SELECT count(*) FROM (SELECT 1 FROM tasks
@@ -56,16 +57,23 @@ BEGIN
         -- ix_tasks_parked is stale as often as not (a claim parked thousands
         -- since the last ANALYZE), and a join planned for one row there ran
         -- the window once per row of the table.
-        SELECT array_agg(s.id) INTO v_ids
+        SELECT array_agg(s.id) FILTER (WHERE s.least_before IS NULL OR s.required < s.least_before
+                                       OR s.least_before_desc IS NULL OR s.required < s.least_before_desc),
+               count(*)
+          INTO v_ids, v_parked
           FROM (SELECT t.id, t.required,
                        min(t.required) OVER (PARTITION BY t.queue ORDER BY t.priority, t.id
                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS least_before,
                        min(t.required) OVER (PARTITION BY t.queue ORDER BY t.priority DESC, t.id
                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS least_before_desc
                   FROM tasks t
-                 WHERE t.pool = p_pool AND t.parked AND t.state = 'queued') s
-         WHERE s.least_before IS NULL OR s.required < s.least_before
-            OR s.least_before_desc IS NULL OR s.required < s.least_before_desc;
+                 WHERE t.pool = p_pool AND t.parked AND t.state = 'queued') s;
+        IF cardinality(v_ids) * 2 > v_parked THEN
+            -- Most of the backlog (sizes that fall as ids grow): one pass over
+            -- the pool's parked rows costs less than as many lookups by id.
+            UPDATE tasks SET parked = false WHERE pool = p_pool AND parked AND state = 'queued';
+            RETURN false;
+        END IF;
         UPDATE tasks SET parked = false WHERE id = ANY (v_ids) AND parked AND state = 'queued';
         EXIT WHEN NOT FOUND;
     END LOOP;
