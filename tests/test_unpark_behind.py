@@ -158,6 +158,19 @@ def test_a_stranded_task_behind_too_few_is_reported_and_repaired(tq: TaskQueue, 
     assert tq.claim().id == ids[1]  # type: ignore[union-attr]
 
 
+def test_the_checker_counts_as_many_tasks_in_front_as_free_slots(tq: TaskQueue, dsn: str) -> None:
+    ids = park_all(tq, dsn, "net", [{"required": 1} for _ in range(5)])
+    tq.set_pool_limit("net", 2)
+    assert parked(dsn) == ids[2:] and tq.check().ok
+    with psycopg.connect(dsn) as conn:  # one of the two in front leaves by hand: one left for two slots
+        conn.execute("UPDATE taskqueue.tasks SET state = 'cancelled', finished_at = now() WHERE id = %s", (ids[0],))
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT task_id FROM taskqueue.invariant_parked_in_open_pool ORDER BY 1").fetchall()
+    assert [r[0] for r in rows] == ids[2:]
+    assert tq.check(repair=True).ok
+    assert parked(dsn) == []
+
+
 def _age_pools(dsn: str) -> None:
     """As if every pool was freed more than a second ago: claims park their tasks (park_rows v4)."""
     with psycopg.connect(dsn) as conn:

@@ -23,13 +23,4 @@ SELECT 'parked_in_open_pool'::text AS check_name,
  WHERE t.state = 'queued' AND t.parked
    AND (p.name IS NULL OR p.running_limit IS NULL OR p.running < p.running_limit)
    AND (p.name IS NULL OR p.running_limit IS NULL OR NOT p.parked_open
-        OR (SELECT count(*) FROM (SELECT 1 FROM tasks s
-                                   WHERE s.pool = t.pool AND s.queue = t.queue AND s.state = 'queued'
-                                     AND NOT s.parked AND s.required <= t.required
-                                     AND (s.priority < t.priority OR (s.priority = t.priority AND s.id < t.id))
-                                   LIMIT p.running_limit - p.running) ahead) < p.running_limit - p.running
-        OR (SELECT count(*) FROM (SELECT 1 FROM tasks s
-                                   WHERE s.pool = t.pool AND s.queue = t.queue AND s.state = 'queued'
-                                     AND NOT s.parked AND s.required <= t.required
-                                     AND (s.priority > t.priority OR (s.priority = t.priority AND s.id < t.id))
-                                   LIMIT p.running_limit - p.running) ahead) < p.running_limit - p.running);
+        OR t.id IN (SELECT parked_out_of_reach()));

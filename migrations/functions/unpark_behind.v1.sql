@@ -19,8 +19,9 @@
 -- tasks for sizes in random order, one task when all sizes are equal, and
 -- every task when the size falls with id, as before). Every task left parked
 -- then has a forerunner among them, and the next layer, peeled from what is
--- still parked, gives it another. Beyond c_max_layers the whole backlog goes
--- back, as it always did.
+-- still parked, gives it another. Beyond c_max_layers, or when a layer holds
+-- more than half of what is parked, the whole backlog goes back, as it
+-- always did, in one pass over the pool's parked rows.
 --
 -- Below 1,000 parked tasks (the setting taskqueue.unpark_all_below), the
 -- whole backlog goes back all the same: that costs at most about 85 ms, and

@@ -16,7 +16,8 @@ per queue and order, one layer per free slot added); reopen_pool, a BEFORE
 UPDATE trigger on pools, calls it whenever the pool gains room and records
 in pools.parked_open whether any task stays parked. A cancelled queued task
 of such a pool peels one more layer (cancel_task). The invariant view
-parked_in_open_pool (v2) checks the new rule.
+parked_in_open_pool (v2) checks the new rule, with parked_out_of_reach
+walking each such pool's queued tasks once per claim order.
 
 Parked tasks are all in full pools before this revision, so the upgrade
 changes no task. The downgrade puts back every parked task of a pool with
@@ -56,7 +57,7 @@ def upgrade() -> None:
         ),
     )
     load_sql_objects(op.get_bind(), "unpark_behind.v1", "reopen_pool.v1", "pool_triggers.v2",
-                     "invariant_parked_in_open_pool.v2")
+                     "parked_out_of_reach.v1", "invariant_parked_in_open_pool.v2")
 
 
 def downgrade() -> None:
@@ -64,6 +65,7 @@ def downgrade() -> None:
     op.execute(sa.text("DROP TRIGGER unpark_on_delete ON pools"))
     load_sql_objects(op.get_bind(), "unpark_triggers.v1", "invariant_parked_in_open_pool.v1")
     op.execute(sa.text(UNPARK_OPEN))
+    op.execute(sa.text("DROP FUNCTION parked_out_of_reach()"))
     op.execute(sa.text("DROP FUNCTION reopen_pool()"))
     op.execute(sa.text("DROP FUNCTION unpark_behind(text, integer)"))
     op.drop_column("pools", "parked_open")
