@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import random
 from typing import Any
 
 import psycopg
@@ -259,3 +260,35 @@ def test_four_processes_race_for_the_fits_behind_a_pile_of_tasks_too_big(
     assert len(ids) == len(set(ids))
     assert set(ids) == fits
     assert all(len(part) > 0 for part in results)
+
+
+def test_four_processes_drain_parked_backlogs_through_staircase_releases(tq: TaskQueue, dsn: str) -> None:
+    """Migration 0045: past 1,000 parked tasks a release puts back only the staircase, four processes at once.
+
+    Two pools of limit 1 with 1,500 parked tasks each (sizes and priorities in random order, two queues)
+    are drained by four processes that claim and complete: each release puts back a few tasks, the
+    claims race for them, and none may be lost, taken twice or left parked, with the checker clean.
+    """
+    rng = random.Random(45)
+    blocked = ["10.4.0.0/24", "10.4.1.0/24"]
+    for name in blocked:
+        tq.set_pool_limit(name, 0)
+    specs = [{"payload": {"n": n}, "pool": blocked[n % 2], "queue": "ab"[n // 2 % 2],
+              "priority": rng.randint(0, 3), "required": rng.randint(0, 50)} for n in range(3_000)]
+    ids = tq.enqueue_many(specs)
+    free = tq.enqueue_many([{"payload": {"free": n}, "queue": "ab"[n % 2], "priority": 9} for n in range(20)])
+    first = [tid for part in _run(_claim_and_complete, dsn) for tid in part]
+    assert sorted(first) == sorted(free)
+    assert parked_count(dsn) == len(ids)
+    for name in blocked:
+        tq.set_pool_limit(name, 1)
+    assert 4 <= len(ids) - parked_count(dsn) < 100  # the staircases of two pools and two queues, not the backlog
+    assert tq.check().ok
+
+    second = [tid for part in _run(_claim_and_complete, dsn) for tid in part]
+    assert sorted(second) == sorted(ids)
+    assert parked_count(dsn) == 0
+    with psycopg.connect(dsn) as conn:
+        attempts = conn.execute("SELECT max(attempts) FROM taskqueue.tasks").fetchone()[0]  # type: ignore[index]
+    assert attempts == 1
+    assert tq.check().ok

@@ -309,7 +309,9 @@ SELECT id, pool, state FROM rescued;
 -- its next heartbeat; its complete/fail then ends the task cancelled.
 -- A cancelled task is no longer parked (only a queued one is). A queued task
 -- of a pool with room and parked tasks may be what some of them wait behind
--- (unpark_behind): one more layer is put back.
+-- (unpark_behind): one more layer is put back. The pool's row is locked
+-- before that layer's tasks, the order a release takes them in (an UPDATE
+-- computes its new values before it locks the row, so "owner" locks first).
 WITH cancelled AS (
     UPDATE tasks
        SET state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,
@@ -318,11 +320,14 @@ WITH cancelled AS (
            cancel_requested = true
      WHERE id = :id AND state IN ('queued', 'scheduled', 'running')
     RETURNING id, state, pool
+), owner AS (
+    SELECT p.name FROM pools p JOIN cancelled c ON p.name = c.pool
+     WHERE c.state = 'cancelled' AND p.parked_open AND p.running < p.running_limit
+       FOR UPDATE OF p
 ), reopened AS (
     UPDATE pools p SET parked_open = unpark_behind(p.name, 1)
-      FROM cancelled c
-     WHERE p.name = c.pool AND c.state = 'cancelled'
-       AND p.parked_open AND p.running < p.running_limit
+      FROM owner o
+     WHERE p.name = o.name AND p.parked_open AND p.running < p.running_limit
 )
 SELECT id, state FROM cancelled;
 
