@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--churn-rows", type=int, default=None, help="report only: size of the churn run")
     parser.add_argument("--only", default=None,
                         help="shapes, versions, instructions: comma-separated shape names; scheduling: drain or real; "
-                             "pools: big, big_head, slow, slow_random or slow_falling; "
+                             "pools: many, big, big_head, slow, slow_random or slow_falling; "
                              "enqueue: index_cost, level_index_cost or fine_include_cost")
     parser.add_argument("--old", default=None,
                         help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10 "

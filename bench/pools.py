@@ -263,9 +263,13 @@ def run(opts: common.Options) -> dict[str, Any]:
         return {"scenario": "pools", "big_pool_head": measure_big(opts.dsn, opts.rows or BIG_ROWS, seconds, "head")}
     with_pools = measure(opts.dsn, rows, True, seconds)
     without = measure(opts.dsn, rows, False, seconds)
+    r = common.ratio(with_pools["per_second"], without["per_second"])
+    if opts.only == "many":
+        common.drop_schema(opts.dsn, SCHEMA)
+        return {"scenario": "pools", "rows": rows, "pools": POOLS, "full_share": FULL_SHARE, "clients": CLIENTS,
+                "with_pools": with_pools, "without_pools": without, "ratio_pools_vs_none": r}
     limit = common.physical_limit(opts.dsn, CLIENTS)
     common.drop_schema(opts.dsn, SCHEMA)
-    r = common.ratio(with_pools["per_second"], without["per_second"])
     return {
         "scenario": "pools",
         "rows": rows,
