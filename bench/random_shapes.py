@@ -17,6 +17,7 @@ shape where the claim falls far below the naive query, before a user does.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -73,8 +74,7 @@ def measure(dsn: str, shape: S.Shape, share: float, rows: int, seconds: float) -
         row = conn.execute("SELECT percentile_disc(%s) WITHIN GROUP (ORDER BY required) FROM tasks",
                            (share,)).fetchone()
     assert row is not None
-    shape = S.Shape(shape.name, shape.what, shape.priority, shape.required, int(row[0]), order=shape.order,
-                    pools=shape.pools, queues=shape.queues, listed=shape.listed)
+    shape = dataclasses.replace(shape, available=int(row[0]))
     args = {"dsn": dsn, "schema": S.SCHEMA, "shape": shape, "cap": max(1, rows // 4)}
     naive = S._naive_phase(dsn, shape, 1, args, seconds)
     ours, lat = S._phase(S._ours_client, 1, args, f"{shape.name} ours x1", seconds)

@@ -20,6 +20,7 @@ from psycopg import sql
 
 from taskqueue import TaskQueue
 from tests.test_claim_exact import reference, snapshot
+from tests.test_parking import parked
 
 
 @pytest.fixture
@@ -37,12 +38,6 @@ def tq(dsn: str) -> Iterator[TaskQueue]:
         yield queue
     finally:
         queue.close()
-
-
-def parked(dsn: str) -> list[int]:
-    with psycopg.connect(dsn) as conn:
-        rows = conn.execute("SELECT id FROM taskqueue.tasks WHERE parked AND state = 'queued' ORDER BY id").fetchall()
-    return [r[0] for r in rows]
 
 
 def parked_open(dsn: str, pool: str) -> bool:
