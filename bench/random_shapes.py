@@ -12,13 +12,21 @@ one consumer, ours against the naive query side by side, as ``bench shapes``
 does (same clients, same naive index, same reset). The point is to find a
 shape where the claim falls far below the naive query, before a user does.
 
-``python -m bench random_shapes [--rows N] [--seconds S] [--count N] [--seed S]``
+A shape where every fitting task sits in a full pool has nothing to claim;
+for it the scenario also times ``EMPTY_CLAIMS`` empty claims in a row and
+counts the fits parked after each (the first claims pay for parking them),
+against one naive query that finds nothing.
+
+``python -m bench random_shapes [--rows N] [--seconds S] [--count N] [--seed S] [--only r19,r22]``
+(``--only``: the shapes whose names start with one of these; the others are
+still drawn, so the names and shapes stay those of the full run).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from typing import Any
 
 import psycopg
@@ -28,6 +36,7 @@ from . import shapes as S
 
 DEFAULT_ROWS = 200_000
 DEFAULT_COUNT = 30
+EMPTY_CLAIMS = 30
 PRIORITIES = {
     "const": "0",
     "few": "(g * 31) %% 10",
@@ -79,9 +88,60 @@ def measure(dsn: str, shape: S.Shape, share: float, rows: int, seconds: float) -
     naive = S._naive_phase(dsn, shape, 1, args, seconds)
     ours, lat = S._phase(S._ours_client, 1, args, f"{shape.name} ours x1", seconds)
     S.reset(dsn, S.SCHEMA)
-    return {"shape": shape.name, "available": shape.available, "fit_share": share, "naive_per_s": naive,
-            "ours_per_s": ours, "ratio": common.ratio(ours, naive) if naive else None,
-            "ours_claim": common.latency_summary(lat)}
+    result = {"shape": shape.name, "available": shape.available, "fit_share": share, "naive_per_s": naive,
+              "ours_per_s": ours, "ratio": common.ratio(ours, naive) if naive else None,
+              "ours_claim": common.latency_summary(lat)}
+    if not naive:
+        result["empty_claims"] = empty_claims(dsn, shape)
+        S.reset(dsn, S.SCHEMA)
+    return result
+
+
+def empty_claims(dsn: str, shape: S.Shape) -> dict[str, Any]:
+    """Nothing to claim: ``EMPTY_CLAIMS`` of ours in a row, each timed, and the fits left unparked after each.
+
+    Against them, one naive query, which walks every fit to find that none
+    may run. A worker polls this way while its queue holds only work it may
+    not start yet, so what matters is how soon an empty claim gets cheap.
+    """
+    from taskqueue import TaskQueue
+
+    assert isinstance(shape.available, int)
+    count_fits = ("SELECT count(*) FILTER (WHERE NOT parked), count(*) FROM tasks"
+                  " WHERE state = 'queued' AND required <= %s AND (%s::text[] IS NULL OR queue = ANY (%s))")
+    common.execute(dsn, S.SCHEMA, shape.naive_index, "ANALYZE tasks")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'SET search_path = "{S.SCHEMA}"')
+        t0 = time.perf_counter()
+        with conn.transaction():
+            found = conn.execute(shape.naive_sql(), shape.naive_params(shape.available)).fetchone()
+            naive_ms = (time.perf_counter() - t0) * 1000
+            if found is not None:
+                raise RuntimeError(f"{shape.name}: the naive query found {found} in a shape with nothing to claim")
+            raise psycopg.Rollback()  # the naive query locked nothing; nothing to keep either way
+    common.execute(dsn, S.SCHEMA, "DROP INDEX bench_naive")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'SET search_path = "{S.SCHEMA}"')
+        tq = TaskQueue(dsn, schema=S.SCHEMA)
+        claims, unparked, fits = [], [], 0
+        with common.progress() as bar:
+            progress = bar.add_task(f"{shape.name}: empty claims", total=EMPTY_CLAIMS)
+            for _ in range(EMPTY_CLAIMS):
+                t0 = time.perf_counter()
+                task = tq.claim(available=shape.available, worker="empty",
+                                order=shape.order, queues=shape.queue_list)
+                claims.append((time.perf_counter() - t0) * 1000)
+                if task is not None:
+                    raise RuntimeError(f"{shape.name}: a claim took {task!r} where the naive query found nothing")
+                row = conn.execute(count_fits, (shape.available, shape.queue_list, shape.queue_list)).fetchone()
+                assert row is not None
+                unparked.append(row[0])
+                fits = row[1]
+                bar.advance(progress)
+        tq.close()
+    return {"naive_ms": naive_ms, "claims_ms": claims, "fits": fits, "fits_unparked_after": unparked,
+            "first_ms": claims[0], "last_10_median_ms": sorted(claims[-10:])[5],
+            "claims_until_all_parked": next((i + 1 for i, u in enumerate(unparked) if u == 0), None)}
 
 
 def run(opts: common.Options) -> dict[str, Any]:
@@ -90,7 +150,10 @@ def run(opts: common.Options) -> dict[str, Any]:
     count = opts.count or DEFAULT_COUNT
     seed = opts.seed if opts.seed is not None else 1
     rng = random.Random(seed)
-    results = [measure(opts.dsn, *draw(rng, i), rows, seconds) for i in range(count)]
+    only = tuple(f"{name}_" for name in opts.only.split(",")) if opts.only else None
+    drawn = [draw(rng, i) for i in range(count)]
+    results = [measure(opts.dsn, shape, share, rows, seconds) for shape, share in drawn
+               if only is None or shape.name.startswith(only)]
     common.drop_schema(opts.dsn, S.SCHEMA)
     ratios = [r["ratio"] for r in results if r["ratio"] is not None]
     return {
