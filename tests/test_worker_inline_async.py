@@ -225,6 +225,49 @@ def test_a_coroutine_cancelled_before_its_first_step_still_ends_its_claim(tq: Ta
     assert capacity.busy() == 0 and handlers.pending() == []
 
 
+def test_a_claims_tasks_reach_the_loop_in_one_call_and_a_later_cancel_still_follows(tq: TaskQueue) -> None:
+    """Submits from the claimer's thread are started by one loop call, in order; a cancel sent after them wins."""
+    tq.enqueue_many([{"payload": i} for i in range(3)])
+    tasks = tq.claim_many(limit=3, worker="aio-test")
+    capacity = Capacity(None, 3, on_free=lambda: None, async_concurrency=3)
+    capacity.add_all(tasks, time.monotonic(), ASYNC)
+    completer = Completer(tq, capacity, worker="aio-test")
+    ran: list[int] = []
+
+    async def handler(t: Task) -> None:
+        ran.append(t.id)
+
+    delivered: list[tuple[int, object]] = []
+
+    def deliver(t: Task, report: object) -> None:
+        delivered.append((t.id, report))
+        capacity.remove(t)
+
+    handlers = AsyncHandlers(Outcomes(capacity, completer, {"default": handler}, worker="aio-test"), deliver=deliver)
+    loop = asyncio.new_event_loop()
+    calls: list[str] = []
+    threadsafe = loop.call_soon_threadsafe
+
+    def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(getattr(fn, "__name__", repr(fn)))
+        return threadsafe(fn, *args, **kwargs)
+
+    loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+    try:
+        handlers.attach(loop)
+        sender = threading.Thread(target=lambda: ([handlers.submit(t) for t in tasks], handlers.cancel(tasks[1])))
+        sender.start()
+        sender.join()
+        assert calls == ["_start_submitted", "_cancel"]  # one call for the three starts, where there were three
+        loop.run_until_complete(asyncio.sleep(0.05))
+    finally:
+        loop.close()
+    assert ran == [tasks[0].id, tasks[2].id]
+    assert (tasks[1].id, None) in delivered, "the cancelled task's claim ended with nothing recorded"
+    assert sorted(i for i, _ in delivered) == sorted(t.id for t in tasks)
+    assert capacity.busy() == 0 and handlers.pending() == []
+
+
 @pytest.mark.slow
 def test_two_inline_processes_run_sync_and_async_tasks_exactly_once(tq: TaskQueue, dsn: str, tmp_path: Path) -> None:
     """Through the CLI: both kinds on each process's claimer thread, every task once, both processes at work."""

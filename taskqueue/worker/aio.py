@@ -49,12 +49,38 @@ class AsyncHandlers:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._running: dict[str, asyncio.Task[None]] = {}  # by lease token; touched on the loop only
         self._cancelled: set[str] = set()
+        # Tasks submitted and not yet started, and whether a call to start them is on its way to the loop.
+        self._submitted: list[Task] = []
+        self._starting = False
+        self._lock = threading.Lock()
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
 
     def submit(self, task: Task) -> None:
-        self._call(self.start, task)
+        """Start ``task`` on the loop, in submission order.
+
+        A claim hands over its tasks one by one; they are started together by
+        one call on the loop, where a call per task wrote to the loop's
+        wake-up pipe and woke it once a task. A cancel sent after a submit is
+        still run after its start, as both go through the loop's FIFO.
+        """
+        with self._lock:
+            self._submitted.append(task)
+            if self._starting:
+                return
+            self._starting = True
+        if not self._call(self._start_submitted):
+            with self._lock:
+                self._submitted.clear()
+                self._starting = False
+
+    def _start_submitted(self) -> None:
+        with self._lock:
+            tasks, self._submitted = self._submitted, []
+            self._starting = False
+        for task in tasks:
+            self.start(task)
 
     def cancel(self, task: Task) -> None:
         """Cancel the handler of ``task`` if it is one of ours and still running (a no-op otherwise)."""
@@ -68,12 +94,13 @@ class AsyncHandlers:
         return [t for t in self._running.values() if not t.done()]
 
     # -- on the loop ----------------------------------------------------------
-    def _call(self, fn: Any, *args: Any) -> None:
+    def _call(self, fn: Any, *args: Any) -> bool:
         loop = self.loop
         if loop is None or loop.is_closed():
             log.warning("async handlers: no event loop to run on", extra={"worker": self.outcomes.worker})
-            return
+            return False
         loop.call_soon_threadsafe(fn, *args)
+        return True
 
     def start(self, task: Task) -> asyncio.Task[None]:
         """Create the handler's asyncio task, on the loop's own thread (running or not); it runs with the loop."""
