@@ -192,12 +192,12 @@ def test_the_grace_period_cancels_a_coroutine_that_outlasts_it(tq: TaskQueue) ->
     assert sql(tq.dsn, "SELECT state, attempts FROM taskqueue.tasks WHERE id = %s", task_id) == [("queued", 0)]
 
 
-def test_a_coroutine_cancelled_before_its_first_step_still_ends_its_claim(tq: TaskQueue) -> None:
-    """asyncio never enters a task cancelled before it first runs: its claim must end all the same."""
-    tq.enqueue("never")
-    [task] = tq.claim_many(limit=1, worker="aio-test")
-    capacity = Capacity(None, 1, on_free=lambda: None, async_concurrency=1)
-    capacity.add_all([task], time.monotonic(), ASYNC)
+def recording_handlers(
+    tq: TaskQueue, tasks: list[Task]
+) -> tuple[AsyncHandlers, Capacity, list[int], list[tuple[int, object]]]:
+    """AsyncHandlers for claimed ``tasks`` (no loop yet), the ids its handler ran, and each (id, report) delivered."""
+    capacity = Capacity(None, len(tasks), on_free=lambda: None, async_concurrency=len(tasks))
+    capacity.add_all(tasks, time.monotonic(), ASYNC)
     completer = Completer(tq, capacity, worker="aio-test")
     ran: list[int] = []
 
@@ -211,6 +211,14 @@ def test_a_coroutine_cancelled_before_its_first_step_still_ends_its_claim(tq: Ta
         capacity.remove(t)
 
     handlers = AsyncHandlers(Outcomes(capacity, completer, {"default": handler}, worker="aio-test"), deliver=deliver)
+    return handlers, capacity, ran, delivered
+
+
+def test_a_coroutine_cancelled_before_its_first_step_still_ends_its_claim(tq: TaskQueue) -> None:
+    """asyncio never enters a task cancelled before it first runs: its claim must end all the same."""
+    tq.enqueue("never")
+    [task] = tq.claim_many(limit=1, worker="aio-test")
+    handlers, capacity, ran, delivered = recording_handlers(tq, [task])
     loop = asyncio.new_event_loop()
     try:
         handlers.attach(loop)
@@ -229,21 +237,7 @@ def test_a_claims_tasks_reach_the_loop_in_one_call_and_a_later_cancel_still_foll
     """Submits from the claimer's thread are started by one loop call, in order; a cancel sent after them wins."""
     tq.enqueue_many([{"payload": i} for i in range(3)])
     tasks = tq.claim_many(limit=3, worker="aio-test")
-    capacity = Capacity(None, 3, on_free=lambda: None, async_concurrency=3)
-    capacity.add_all(tasks, time.monotonic(), ASYNC)
-    completer = Completer(tq, capacity, worker="aio-test")
-    ran: list[int] = []
-
-    async def handler(t: Task) -> None:
-        ran.append(t.id)
-
-    delivered: list[tuple[int, object]] = []
-
-    def deliver(t: Task, report: object) -> None:
-        delivered.append((t.id, report))
-        capacity.remove(t)
-
-    handlers = AsyncHandlers(Outcomes(capacity, completer, {"default": handler}, worker="aio-test"), deliver=deliver)
+    handlers, capacity, ran, delivered = recording_handlers(tq, tasks)
     loop = asyncio.new_event_loop()
     calls: list[str] = []
     threadsafe = loop.call_soon_threadsafe
@@ -252,10 +246,15 @@ def test_a_claims_tasks_reach_the_loop_in_one_call_and_a_later_cancel_still_foll
         calls.append(getattr(fn, "__name__", repr(fn)))
         return threadsafe(fn, *args, **kwargs)
 
-    loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+    loop.call_soon_threadsafe = counted  # type: ignore[method-assign,assignment]
     try:
         handlers.attach(loop)
-        sender = threading.Thread(target=lambda: ([handlers.submit(t) for t in tasks], handlers.cancel(tasks[1])))
+        def send() -> None:  # as the claimer does, from its own thread
+            for t in tasks:
+                handlers.submit(t)
+            handlers.cancel(tasks[1])
+
+        sender = threading.Thread(target=send)
         sender.start()
         sender.join()
         assert calls == ["_start_submitted", "_cancel"]  # one call for the three starts, where there were three
