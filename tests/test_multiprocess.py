@@ -262,6 +262,46 @@ def test_four_processes_race_for_the_fits_behind_a_pile_of_tasks_too_big(
     assert all(len(part) > 0 for part in results)
 
 
+def _empty_claims(dsn: str, start: Any, out: Any, index: int, available: int, claims: int) -> None:
+    taken: list[int] = []
+    with TaskQueue(dsn, pool_size=1, max_overflow=0) as tq:
+        start.wait(60)
+        for _ in range(claims):
+            task = tq.claim(available=available, worker=f"e{index}")
+            if task is not None:
+                taken.append(task.id)
+    out.put(taken)
+
+
+def test_four_processes_make_empty_claims_that_park_in_bulk_at_once(tq: TaskQueue, dsn: str) -> None:
+    """Migration 0046: claims that find every fit in a full pool park those pools' fits, four processes at once.
+
+    Every task its own priority, so a claim parks nothing ahead of what it passed: only the bulk read of
+    an empty claim parks them. The claims lock the same pools (each skips those another holds), none may
+    take a task, wait on another or park a task that does not fit, and the fits go back whole when the
+    pools get room.
+    """
+    full = [f"10.46.{i}.0/24" for i in range(12)]
+    for name in full:
+        tq.set_pool_limit(name, 0)
+    fits = tq.enqueue_many([{"payload": {"n": n}, "pool": full[n % 12], "priority": 1_000 + n,
+                             "required": 1 + n % 4} for n in range(6_000)])
+    too_big = tq.enqueue_many([{"payload": {"big": n}, "priority": n, "required": 50} for n in range(200)])
+    taken = [tid for part in _run(_empty_claims, dsn, 4, 5) for tid in part]
+    assert taken == []
+    assert tq.claim(available=4) is None
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT id FROM taskqueue.tasks WHERE parked AND state = 'queued' ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == fits, "every fit parked, and no task that does not fit"
+    assert tq.check().ok
+    for name in full:
+        tq.set_pool_limit(name, None)
+    assert parked_count(dsn) == 0
+    drained = [tid for part in _run(_claim_and_complete, dsn) for tid in part]
+    assert sorted(drained) == sorted(fits + too_big)
+    assert tq.check().ok
+
+
 def test_four_processes_drain_parked_backlogs_through_staircase_releases(tq: TaskQueue, dsn: str) -> None:
     """Migration 0045: past 1,000 parked tasks a release puts back only the staircase, four processes at once.
 
