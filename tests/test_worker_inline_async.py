@@ -267,6 +267,28 @@ def test_a_claims_tasks_reach_the_loop_in_one_call_and_a_later_cancel_still_foll
     assert capacity.busy() == 0 and handlers.pending() == []
 
 
+def test_a_submit_with_no_loop_is_logged_and_the_next_loop_gets_the_next(
+    tq: TaskQueue, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A submit that finds the loop closed says so and leaves nothing pending for a later one."""
+    tq.enqueue_many([{"payload": i} for i in range(2)])
+    first, second = tq.claim_many(limit=2, worker="aio-test")
+    handlers, _capacity, ran, _delivered = recording_handlers(tq, [first, second])
+    closed = asyncio.new_event_loop()
+    closed.close()
+    handlers.attach(closed)
+    handlers.submit(first)
+    assert "no event loop to run on" in caplog.text
+    loop = asyncio.new_event_loop()
+    try:
+        handlers.attach(loop)
+        handlers.submit(second)
+        loop.run_until_complete(asyncio.sleep(0.05))
+    finally:
+        loop.close()
+    assert ran == [second.id]
+
+
 @pytest.mark.slow
 def test_two_inline_processes_run_sync_and_async_tasks_exactly_once(tq: TaskQueue, dsn: str, tmp_path: Path) -> None:
     """Through the CLI: both kinds on each process's claimer thread, every task once, both processes at work."""

@@ -96,11 +96,14 @@ class AsyncHandlers:
     # -- on the loop ----------------------------------------------------------
     def _call(self, fn: Any, *args: Any) -> bool:
         loop = self.loop
-        if loop is None or loop.is_closed():
-            log.warning("async handlers: no event loop to run on", extra={"worker": self.outcomes.worker})
-            return False
-        loop.call_soon_threadsafe(fn, *args)
-        return True
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(fn, *args)
+                return True
+            except RuntimeError:  # closed since the look above
+                pass
+        log.warning("async handlers: no event loop to run on", extra={"worker": self.outcomes.worker})
+        return False
 
     def start(self, task: Task) -> asyncio.Task[None]:
         """Create the handler's asyncio task, on the loop's own thread (running or not); it runs with the loop."""
