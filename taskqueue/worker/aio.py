@@ -49,9 +49,8 @@ class AsyncHandlers:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._running: dict[str, asyncio.Task[None]] = {}  # by lease token; touched on the loop only
         self._cancelled: set[str] = set()
-        # Tasks submitted and not yet started, and whether a call to start them is on its way to the loop.
+        # Tasks submitted and not yet started; while it holds any, a call to start them is on its way to the loop.
         self._submitted: list[Task] = []
-        self._starting = False
         self._lock = threading.Lock()
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -66,19 +65,15 @@ class AsyncHandlers:
         still run after its start, as both go through the loop's FIFO.
         """
         with self._lock:
+            first = not self._submitted
             self._submitted.append(task)
-            if self._starting:
-                return
-            self._starting = True
-        if not self._call(self._start_submitted):
+        if first and not self._call(self._start_submitted):
             with self._lock:
                 self._submitted.clear()
-                self._starting = False
 
     def _start_submitted(self) -> None:
         with self._lock:
             tasks, self._submitted = self._submitted, []
-            self._starting = False
         for task in tasks:
             self.start(task)
 
