@@ -332,3 +332,34 @@ def test_four_processes_drain_parked_backlogs_through_staircase_releases(tq: Tas
         attempts = conn.execute("SELECT max(attempts) FROM taskqueue.tasks").fetchone()[0]  # type: ignore[index]
     assert attempts == 1
     assert tq.check().ok
+
+
+def test_four_processes_claim_past_fits_another_transaction_holds(tq: TaskQueue, dsn: str) -> None:
+    """Migration 0047: claims that keep meeting fits held by another transaction walk past them, four at once.
+
+    Every third fit is held FOR UPDATE by an open transaction, so each claim passes all the held ones
+    ahead of the fits still free (step K, from the 8th lost). The four processes, two claiming one at a
+    time and two in batches, must take every free fit once and no held one; once the transaction ends,
+    the held ones are drained too, with the checker clean.
+    """
+    specs = []
+    for n in range(3_000):
+        specs.append({"payload": {"n": n}, "priority": 2 * n, "required": 1 + n % 4})
+        specs.append({"payload": {"big": n}, "priority": 2 * n + 1, "required": 60})
+    ids = tq.enqueue_many(specs)
+    fits, big = ids[0::2], ids[1::2]
+    held = fits[::3]
+    with psycopg.connect(dsn) as holder:
+        got = holder.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (held,)).fetchall()
+        assert len(got) == len(held)
+        taken = [tid for part in _run(_claim_until_empty, dsn, 4, 10) for tid in part]
+        holder.rollback()
+    assert len(taken) == len(set(taken)), "a task taken twice"
+    assert sorted(taken) == sorted(set(fits) - set(held))
+    assert tq.check().ok
+    rest = [tid for part in _run(_claim_until_empty, dsn, 4, 10) for tid in part]
+    assert sorted(rest) == sorted(held)
+    assert tq.claim(available=4) is None
+    assert tq.claim(available=100) is not None, "the tasks too big for 4 are still there"
+    assert len(big) == 3_000
+    assert tq.check().ok
