@@ -15,7 +15,9 @@ PROCESSES = 4
 pytestmark = pytest.mark.slow
 
 
-def _claim_until_empty(dsn: str, start: Any, out: Any, index: int, available: int, limit: int) -> None:
+def _claim_until_empty(
+    dsn: str, start: Any, out: Any, index: int, available: int, limit: int, order: str = "min"
+) -> None:
     ids: list[int] = []
     # Half the processes claim one at a time and hold their tasks; the others
     # claim batches and complete them.
@@ -24,7 +26,8 @@ def _claim_until_empty(dsn: str, start: Any, out: Any, index: int, available: in
         start.wait(60)
         empty_rounds = 0
         while empty_rounds < 3:  # a round can come back empty while others hold locks
-            got = [tq.claim(available=available)] if single else tq.claim_many(available=available, limit=limit)
+            got = ([tq.claim(available=available, order=order)] if single  # type: ignore[arg-type]
+                   else tq.claim_many(available=available, limit=limit, order=order))  # type: ignore[arg-type]
             got = [t for t in got if t is not None]
             if not got:
                 empty_rounds += 1
@@ -334,30 +337,33 @@ def test_four_processes_drain_parked_backlogs_through_staircase_releases(tq: Tas
     assert tq.check().ok
 
 
-def test_four_processes_claim_past_fits_another_transaction_holds(tq: TaskQueue, dsn: str) -> None:
+@pytest.mark.parametrize("order", ["min", "max"])
+def test_four_processes_claim_past_fits_another_transaction_holds(tq: TaskQueue, dsn: str, order: str) -> None:
     """Migration 0047: claims that keep meeting fits held by another transaction walk past them, four at once.
 
     Every third fit is held FOR UPDATE by an open transaction, so each claim passes all the held ones
     ahead of the fits still free (step K, from the 8th lost). The four processes, two claiming one at a
     time and two in batches, must take every free fit once and no held one; once the transaction ends,
-    the held ones are drained too, with the checker clean.
+    the held ones are drained too, with the checker clean. In ``max`` order the priorities are negated,
+    so the held fits still come first.
     """
+    sign = -1 if order == "max" else 1
     specs = []
     for n in range(3_000):
-        specs.append({"payload": {"n": n}, "priority": 2 * n, "required": 1 + n % 4})
-        specs.append({"payload": {"big": n}, "priority": 2 * n + 1, "required": 60})
+        specs.append({"payload": {"n": n}, "priority": sign * 2 * n, "required": 1 + n % 4})
+        specs.append({"payload": {"big": n}, "priority": sign * (2 * n + 1), "required": 60})
     ids = tq.enqueue_many(specs)
     fits, big = ids[0::2], ids[1::2]
     held = fits[::3]
     with psycopg.connect(dsn) as holder:
         got = holder.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (held,)).fetchall()
         assert len(got) == len(held)
-        taken = [tid for part in _run(_claim_until_empty, dsn, 4, 10) for tid in part]
+        taken = [tid for part in _run(_claim_until_empty, dsn, 4, 10, order) for tid in part]
         holder.rollback()
     assert len(taken) == len(set(taken)), "a task taken twice"
     assert sorted(taken) == sorted(set(fits) - set(held))
     assert tq.check().ok
-    rest = [tid for part in _run(_claim_until_empty, dsn, 4, 10) for tid in part]
+    rest = [tid for part in _run(_claim_until_empty, dsn, 4, 10, order) for tid in part]
     assert sorted(rest) == sorted(held)
     assert tq.claim(available=4) is None
     assert tq.claim(available=100) is not None, "the tasks too big for 4 are still there"

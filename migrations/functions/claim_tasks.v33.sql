@@ -364,7 +364,8 @@
 --    holding a fit; with every task its own priority, version 31's claim
 --    parked about 21 rows and the next one met the same fits again.
 -- Version 33 (migration 0047): step K, a walk that skips locked fits.
---    After c_lost fits lost to other transactions' row locks, ascending,
+--    After c_lost fits lost to other transactions' row locks (ascending;
+--    descending over one queue or every queue, not a list of several),
 --    the claim walks the claim order on from the last key settled, up to
 --    v_kbudget rows (64, doubling to 8,192, and 64 again after a task taken), and locks the first fit in
 --    it that no one holds (FOR UPDATE SKIP LOCKED, pools already found
@@ -377,7 +378,11 @@
 --    tasks too big, which the walk would read row by row), so the claim
 --    alternates the two and costs about twice the cheaper. A row the walk
 --    locked is then taken as a candidate of the buckets would be: take_task
---    finds it already held by this transaction.
+--    finds it already held by this transaction. Descending, no index has the
+--    claim order of one queue (priority DESC, id), so the walk reads the rest
+--    of one priority in id order, or the whole priorities below the key that
+--    hold fewer rows than the budget (their lowest found by reading the
+--    index backwards), sorted: at most the budget's rows either way.
 -- Version 31 (migration 0041): step L, a list of several queues, ascending,
 --    below c_exact, while the session's hint says the look along the shared
 --    order ran dry for this list. Version 30 asked fit_candidate, a probe
@@ -479,6 +484,13 @@ DECLARE
     c_kfirst CONSTANT integer := 64;  -- step K's first walk, and the next one after a task taken
     v_kbudget integer := c_kfirst;  -- rows the next walk of step K may read
     v_kdone boolean := false;  -- the last step was a dry walk: the buckets next
+    -- Where step K walks: ascending, any scope; descending, one queue or every queue.
+    v_kscope boolean := NOT p_descending OR p_queues IS NULL OR cardinality(p_queues) = 1;
+    v_kp integer;              -- descending: the priority step K reads in id order
+    v_kpl integer;             -- and the priority of the budget's last row below it
+    v_kb bigint;               -- the id of the budget's last row in that priority
+    v_kina boolean;            -- descending: this walk reads within one priority
+    v_kfrom bigint;            -- from after this id
     v_kshare integer;          -- a list: rows a walk reads per listed queue
     v_kmore boolean;           -- that walk read all it may: more rows may follow
     v_klk bigint;              -- the key the walk settled up to
@@ -1517,8 +1529,9 @@ BEGIN
                             v_lid := v_wlast[2];
                         END IF;
                         v_dfit := v_dfit OR v_wfit;
-                        v_window := v_wfit;
-                        v_again := v_wfit;
+                        v_losses := v_losses + COALESCE(cardinality(v_wcands), 0);
+                        v_window := v_wfit AND v_losses < c_lost;  -- else step K (version 33)
+                        v_again := v_window;
                         CONTINUE picks;
                     END IF;
                     -- A pooled fit: the cursor below reads the same rows.
@@ -1642,7 +1655,7 @@ BEGIN
                 IF NOT v_got THEN
                     v_lost := true;
                     v_losses := v_losses + 1;
-                    IF v_losses >= c_lost AND NOT p_descending THEN
+                    IF v_losses >= c_lost AND v_kscope THEN
                         -- Step K goes on from this row (version 33); the
                         -- window's rows after it are not settled.
                         v_end := false;
@@ -1689,7 +1702,7 @@ BEGIN
             -- Descending, a window that lost fits to concurrent claims and took
             -- nothing reads on after them, whatever is left (version 15), as
             -- after a row of the buckets lost the same way (below).
-            v_again := p_descending AND v_lost AND NOT v_took;
+            v_again := p_descending AND v_lost AND NOT v_took AND NOT (v_kscope AND v_losses >= c_lost);  -- else step K
             v_window := ((v_took OR v_parking) AND v_remaining >= c_exact) OR v_again;
             IF v_lwalk AND NOT v_took AND NOT v_parking THEN
                 -- The listed queues hold nothing that fits among the next rows
@@ -1707,7 +1720,7 @@ BEGIN
             END IF;
             v_gcap := c_scan;
         ELSE
-            IF v_losses >= c_lost AND NOT v_kdone AND NOT p_descending AND NOT p_peek THEN
+            IF v_losses >= c_lost AND NOT v_kdone AND v_kscope AND NOT p_peek THEN
                 -- K (version 33). Fits keep turning out locked by other
                 -- transactions: walk the claim order on and lock the first
                 -- fit no one holds, in one statement, over at most v_kbudget
@@ -1718,7 +1731,117 @@ BEGIN
                 -- that locks as it goes, as the naive query does, in two
                 -- parts: PostgreSQL 15 ends an index scan on priority < p or
                 -- on priority = p AND id <= i, not on a row comparison.
-                IF p_queues IS NULL THEN
+                IF p_descending THEN
+                    -- Descending (claim order priority DESC, id): by the
+                    -- priorities below the key, read backwards, and within a
+                    -- priority in id order; ix_tasks_claim has no such order.
+                    v_kp := (-v_lk)::integer;
+                    v_kfrom := v_lid;
+                    v_kina := v_lid < 9223372036854775807;
+                    IF p_queues IS NULL THEN
+                        LOOP
+                            IF v_kina THEN
+                                -- The rest of priority v_kp, in id order, up to the budget.
+                                WITH b AS (SELECT t.id FROM tasks t
+                                            WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority = v_kp AND t.id > v_kfrom
+                                            ORDER BY t.id
+                                           OFFSET v_kbudget - 1 LIMIT 1)
+                                SELECT (SELECT t.id FROM tasks t
+                                         WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority = v_kp AND t.id > v_kfrom
+                                           AND t.id <= COALESCE((SELECT b.id FROM b), 9223372036854775807)
+                                           AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
+                                         ORDER BY t.id
+                                         LIMIT 1
+                                           FOR UPDATE SKIP LOCKED),
+                                       (SELECT b.id FROM b)
+                                  INTO v_kid, v_kb;
+                                v_kmore := true;  -- the priorities below may hold more
+                                v_klk := -v_kp;
+                                v_klid := COALESCE(v_kb, 9223372036854775807);
+                                -- Taken, or the budget spent in this priority, or
+                                -- read after the step below chose it: done.
+                                EXIT WHEN v_kid IS NOT NULL OR v_kb IS NOT NULL OR v_kfrom = 0;
+                            END IF;
+                            -- The priorities below v_kp: the one of the budget's
+                            -- last row, read backwards (an index-only read).
+                            v_kpl := (SELECT t.priority FROM tasks t
+                                       WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority < v_kp
+                                       ORDER BY t.priority DESC, t.id DESC
+                                      OFFSET v_kbudget - 1 LIMIT 1);
+                            IF v_kpl IS NOT NULL
+                               AND NOT EXISTS (SELECT 1 FROM tasks t
+                                                WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority < v_kp AND t.priority > v_kpl) THEN
+                                -- The budget lies in one priority: read it in id order.
+                                v_kp := v_kpl;
+                                v_kfrom := 0;
+                                v_kina := true;
+                                CONTINUE;
+                            END IF;
+                            -- Whole priorities holding fewer rows than the budget.
+                            v_kid := (SELECT t.id FROM tasks t
+                                       WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority < v_kp AND t.priority > COALESCE(v_kpl::bigint, -2147483649)
+                                         AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
+                                       ORDER BY t.priority DESC, t.id
+                                       LIMIT 1
+                                         FOR UPDATE SKIP LOCKED);
+                            v_kmore := v_kpl IS NOT NULL;
+                            v_klk := -v_kpl;
+                            v_klid := 0;
+                            EXIT;
+                        END LOOP;
+                    ELSE
+                        LOOP
+                            IF v_kina THEN
+                                -- The rest of priority v_kp, in id order, up to the budget.
+                                WITH b AS (SELECT t.id FROM tasks t
+                                            WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1] AND t.priority = v_kp AND t.id > v_kfrom
+                                            ORDER BY t.id
+                                           OFFSET v_kbudget - 1 LIMIT 1)
+                                SELECT (SELECT t.id FROM tasks t
+                                         WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1] AND t.priority = v_kp AND t.id > v_kfrom
+                                           AND t.id <= COALESCE((SELECT b.id FROM b), 9223372036854775807)
+                                           AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
+                                         ORDER BY t.id
+                                         LIMIT 1
+                                           FOR UPDATE SKIP LOCKED),
+                                       (SELECT b.id FROM b)
+                                  INTO v_kid, v_kb;
+                                v_kmore := true;  -- the priorities below may hold more
+                                v_klk := -v_kp;
+                                v_klid := COALESCE(v_kb, 9223372036854775807);
+                                -- Taken, or the budget spent in this priority, or
+                                -- read after the step below chose it: done.
+                                EXIT WHEN v_kid IS NOT NULL OR v_kb IS NOT NULL OR v_kfrom = 0;
+                            END IF;
+                            -- The priorities below v_kp: the one of the budget's
+                            -- last row, read backwards (an index-only read).
+                            v_kpl := (SELECT t.priority FROM tasks t
+                                       WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1] AND t.priority < v_kp
+                                       ORDER BY t.priority DESC, t.id DESC
+                                      OFFSET v_kbudget - 1 LIMIT 1);
+                            IF v_kpl IS NOT NULL
+                               AND NOT EXISTS (SELECT 1 FROM tasks t
+                                                WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1] AND t.priority < v_kp AND t.priority > v_kpl) THEN
+                                -- The budget lies in one priority: read it in id order.
+                                v_kp := v_kpl;
+                                v_kfrom := 0;
+                                v_kina := true;
+                                CONTINUE;
+                            END IF;
+                            -- Whole priorities holding fewer rows than the budget.
+                            v_kid := (SELECT t.id FROM tasks t
+                                       WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1] AND t.priority < v_kp AND t.priority > COALESCE(v_kpl::bigint, -2147483649)
+                                         AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
+                                       ORDER BY t.priority DESC, t.id
+                                       LIMIT 1
+                                         FOR UPDATE SKIP LOCKED);
+                            v_kmore := v_kpl IS NOT NULL;
+                            v_klk := -v_kpl;
+                            v_klid := 0;
+                            EXIT;
+                        END LOOP;
+                    END IF;
+                ELSIF p_queues IS NULL THEN
                     WITH b AS (SELECT t.priority, t.id FROM tasks t
                                 WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
                                   AND (t.priority, t.id) > (v_lk::integer, v_lid)
@@ -1812,7 +1935,8 @@ BEGIN
                     CONTINUE picks;
                 END IF;
                 -- The types fit_candidate returns: v_c's plans are made for them.
-                SELECT t.id::bigint AS id, t.priority::bigint AS k1, t.required::integer AS required, t.pool::text AS pool
+                SELECT t.id::bigint AS id, CASE WHEN p_descending THEN -t.priority::bigint ELSE t.priority::bigint END AS k1,
+                       t.required::integer AS required, t.pool::text AS pool
                   INTO v_c FROM tasks t WHERE t.id = v_kid;
             ELSE
                 v_kdone := false;
@@ -1929,7 +2053,7 @@ BEGIN
                     v_lwalk := true;
                 END IF;
                 -- From c_lost lost, ascending, step K walks instead (version 33).
-                v_window := (v_remaining >= c_exact OR v_again) AND (p_descending OR v_losses < c_lost);
+                v_window := (v_remaining >= c_exact OR v_again) AND (NOT v_kscope OR v_losses < c_lost);
                 CONTINUE picks;
             END IF;
             v_first_k := COALESCE(v_first_k, v_c.k1);
