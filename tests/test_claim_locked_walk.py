@@ -77,7 +77,7 @@ def reverse(conn: psycopg.Connection) -> None:
 
 
 @pytest.mark.parametrize("available", [4, 100], ids=["below 16", "from 16"])
-@pytest.mark.parametrize("scope", ["one queue", "every queue"])
+@pytest.mark.parametrize("scope", list(SCOPES))
 def test_a_descending_claim_takes_the_first_fit_no_one_holds_with_a_bounded_count_of_probes(
     conns: tuple[psycopg.Connection, psycopg.Connection], scope: str, available: int
 ) -> None:
@@ -88,7 +88,7 @@ def test_a_descending_claim_takes_the_first_fit_no_one_holds_with_a_bounded_coun
     skip_step_s(conn)
     fits = fits_in_order(conn, available, queues, descending=True)
     hold(other, fits[:HELD])
-    arg = "NULL" if queues is None else "ARRAY['default']"
+    arg = "NULL" if queues is None else "ARRAY[" + ",".join(f"'{q}'" for q in queues) + "]"
     ids, calls = _calls_in_transaction(conn, f"SELECT id FROM claim_tasks({available}, 1, {arg}, 'w', 60, true)")
     assert ids == [fits[HELD]]
     probes = calls.get("fit_candidate", 0) + calls.get("take_task", 0)
@@ -96,7 +96,7 @@ def test_a_descending_claim_takes_the_first_fit_no_one_holds_with_a_bounded_coun
 
 
 @pytest.mark.parametrize("ties", [1, 7, 5_000], ids=["own priorities", "ties of 7", "one priority"])
-@pytest.mark.parametrize("scope", ["one queue", "every queue"])
+@pytest.mark.parametrize("scope", list(SCOPES))
 def test_descending_claim_many_packs_the_fits_no_one_holds_in_claim_order(
     conns: tuple[psycopg.Connection, psycopg.Connection], scope: str, ties: int
 ) -> None:
@@ -118,7 +118,7 @@ def test_descending_claim_many_packs_the_fits_no_one_holds_in_claim_order(
             left -= need[i]
         if len(expected) == 20:
             break
-    arg = "NULL" if queues is None else "ARRAY['default']"
+    arg = "NULL" if queues is None else "ARRAY[" + ",".join(f"'{q}'" for q in queues) + "]"
     got = [r[0] for r in conn.execute(f"SELECT id FROM claim_tasks(30, 20, {arg}, 'w', 60, true)").fetchall()]
     conn.commit()
     assert got == expected
@@ -221,7 +221,7 @@ def claim_buffers(conn: psycopg.Connection, sql: str) -> tuple[list[int], int]:
 
 
 @pytest.mark.parametrize("order", ["min", "max"])
-@pytest.mark.parametrize("scope", ["one queue", "every queue"])
+@pytest.mark.parametrize("scope", list(SCOPES))
 def test_buffers_per_held_fit_stay_few(
     conns: tuple[psycopg.Connection, psycopg.Connection], scope: str, order: str
 ) -> None:
@@ -232,13 +232,13 @@ def test_buffers_per_held_fit_stay_few(
     """
     conn, other = conns
     queues = SCOPES[scope]
-    seed(conn, 4, queues=("default",), rows=4_000)
+    seed(conn, 4, queues=("default", "other"), rows=4_000)
     if order == "max":
         reverse(conn)
     skip_step_s(conn)
     fits = fits_in_order(conn, 4, queues, descending=order == "max")
     hold(other, fits[:HELD])
-    arg = "NULL" if queues is None else "ARRAY['default']"
+    arg = "NULL" if queues is None else "ARRAY[" + ",".join(f"'{q}'" for q in queues) + "]"
     sql = f"SELECT * FROM claim_tasks(4, 1, {arg}, 'w', 60, {order == 'max'})"
     ids, buffers = claim_buffers(conn, sql)
     assert ids == [fits[HELD]]

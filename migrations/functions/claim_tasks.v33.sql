@@ -364,23 +364,26 @@
 --    holding a fit; with every task its own priority, version 31's claim
 --    parked about 21 rows and the next one met the same fits again.
 -- Version 33 (migration 0047): step K, a walk that skips locked fits.
---    After c_lost fits lost to other transactions' row locks (ascending;
---    descending over one queue or every queue, not a list of several),
---    the claim walks the claim order on from the last key settled, up to
---    v_kbudget rows (64, doubling to 8,192, and 64 again after a task taken), and locks the first fit in
---    it that no one holds (FOR UPDATE SKIP LOCKED, pools already found
---    full passed over), in one statement, as the naive query does. Before,
---    each locked fit cost a probe of the buckets (fit_candidate) or a
---    take_task call: where another transaction held 20,000 fits FOR
---    UPDATE, an empty claim took 1.6-2.7 s against the naive query's
---    34-50 ms (bench locked_fits). A walk that finds nothing moves the key
---    past what it read, and the buckets are asked next (they jump piles of
---    tasks too big, which the walk would read row by row), so the claim
---    alternates the two and costs about twice the cheaper. A row the walk
---    locked is then taken as a candidate of the buckets would be: take_task
---    finds it already held by this transaction. Descending, no index has the
---    claim order of one queue (priority DESC, id), so the walk reads the rest
---    of one priority in id order, or the whole priorities below the key that
+--    After c_lost (8) fits lost to other transactions' row locks, in
+--    either order and over any queues, the claim walks the claim order on
+--    from the last key settled and locks the first fit in it that no one
+--    holds (FOR UPDATE SKIP LOCKED, pools already found full passed over),
+--    in one statement, as the naive query does, over at most v_kbudget
+--    rows: 64, doubling to 8,192 while walks find nothing, 64 again after
+--    a task taken. Before, each locked fit cost a probe of the buckets
+--    (fit_candidate), a take_task call or a window statement: where
+--    another transaction held 20,000 fits FOR UPDATE, an empty claim took
+--    1.6-2.7 s against the naive query's 34-55 ms (bench locked_fits). A
+--    walk that finds nothing moves the key past what it read, and the
+--    buckets are asked next (they jump piles of tasks too big, which a walk
+--    reads row by row), so the claim alternates the two and costs about
+--    twice the cheaper. A row the walk locked is then taken as a candidate
+--    of the buckets would be: take_task finds it already held by this
+--    transaction. A list of several queues walks the order over every
+--    queue and keeps its own rows by a hash of the list, the budget
+--    counted over every queue's rows. Descending, no index has the claim
+--    order of one queue (priority DESC, id), so a walk reads the rest of
+--    one priority in id order, or the whole priorities below the key that
 --    hold fewer rows than the budget (their lowest found by reading the
 --    index backwards), sorted: at most the budget's rows either way.
 -- Version 31 (migration 0041): step L, a list of several queues, ascending,
@@ -484,14 +487,11 @@ DECLARE
     c_kfirst CONSTANT integer := 64;  -- step K's first walk, and the next one after a task taken
     v_kbudget integer := c_kfirst;  -- rows the next walk of step K may read
     v_kdone boolean := false;  -- the last step was a dry walk: the buckets next
-    -- Where step K walks: ascending, any scope; descending, one queue or every queue.
-    v_kscope boolean := NOT p_descending OR p_queues IS NULL OR cardinality(p_queues) = 1;
     v_kp integer;              -- descending: the priority step K reads in id order
     v_kpl integer;             -- and the priority of the budget's last row below it
     v_kb bigint;               -- the id of the budget's last row in that priority
     v_kina boolean;            -- descending: this walk reads within one priority
     v_kfrom bigint;            -- from after this id
-    v_kshare integer;          -- a list: rows a walk reads per listed queue
     v_kmore boolean;           -- that walk read all it may: more rows may follow
     v_klk bigint;              -- the key the walk settled up to
     v_klid bigint;
@@ -1655,7 +1655,7 @@ BEGIN
                 IF NOT v_got THEN
                     v_lost := true;
                     v_losses := v_losses + 1;
-                    IF v_losses >= c_lost AND v_kscope THEN
+                    IF v_losses >= c_lost THEN
                         -- Step K goes on from this row (version 33); the
                         -- window's rows after it are not settled.
                         v_end := false;
@@ -1702,7 +1702,7 @@ BEGIN
             -- Descending, a window that lost fits to concurrent claims and took
             -- nothing reads on after them, whatever is left (version 15), as
             -- after a row of the buckets lost the same way (below).
-            v_again := p_descending AND v_lost AND NOT v_took AND NOT (v_kscope AND v_losses >= c_lost);  -- else step K
+            v_again := p_descending AND v_lost AND NOT v_took AND v_losses < c_lost;  -- else step K
             v_window := ((v_took OR v_parking) AND v_remaining >= c_exact) OR v_again;
             IF v_lwalk AND NOT v_took AND NOT v_parking THEN
                 -- The listed queues hold nothing that fits among the next rows
@@ -1720,76 +1720,31 @@ BEGIN
             END IF;
             v_gcap := c_scan;
         ELSE
-            IF v_losses >= c_lost AND NOT v_kdone AND v_kscope AND NOT p_peek THEN
+            IF v_losses >= c_lost AND NOT v_kdone AND NOT p_peek THEN
                 -- K (version 33). Fits keep turning out locked by other
                 -- transactions: walk the claim order on and lock the first
                 -- fit no one holds, in one statement, over at most v_kbudget
                 -- rows. A walk that finds nothing settles every row up to its
                 -- bound, and the key moves past them.
-                -- One queue, or every queue: the key of the budget's last row
-                -- (an index-only read), then the rows up to it in one scan
-                -- that locks as it goes, as the naive query does, in two
-                -- parts: PostgreSQL 15 ends an index scan on priority < p or
-                -- on priority = p AND id <= i, not on a row comparison.
+                -- One queue: ix_tasks_claim (queue, priority, id). Every queue,
+                -- or a list of several: the order over every queue
+                -- (ix_tasks_claim_any, ix_tasks_claim_desc), the budget counted
+                -- over every queue's rows and a list's kept by a hash of it (as
+                -- in step 1), so a walk reads at most the budget whatever the list.
+                -- Ascending: the key of the budget's last row (an index-only
+                -- read), then the rows up to it in one scan that locks as it
+                -- goes, as the naive query does, in two parts: PostgreSQL 15 ends
+                -- an index scan on priority < p or on priority = p AND id <= i,
+                -- not on a row comparison. Descending (claim order priority DESC,
+                -- id, which ix_tasks_claim does not have): the rest of one
+                -- priority in id order, or the whole priorities below the key that
+                -- hold fewer rows than the budget (their lowest found by reading
+                -- the index backwards), sorted.
                 IF p_descending THEN
-                    -- Descending (claim order priority DESC, id): by the
-                    -- priorities below the key, read backwards, and within a
-                    -- priority in id order; ix_tasks_claim has no such order.
                     v_kp := (-v_lk)::integer;
                     v_kfrom := v_lid;
                     v_kina := v_lid < 9223372036854775807;
-                    IF p_queues IS NULL THEN
-                        LOOP
-                            IF v_kina THEN
-                                -- The rest of priority v_kp, in id order, up to the budget.
-                                WITH b AS (SELECT t.id FROM tasks t
-                                            WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority = v_kp AND t.id > v_kfrom
-                                            ORDER BY t.id
-                                           OFFSET v_kbudget - 1 LIMIT 1)
-                                SELECT (SELECT t.id FROM tasks t
-                                         WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority = v_kp AND t.id > v_kfrom
-                                           AND t.id <= COALESCE((SELECT b.id FROM b), 9223372036854775807)
-                                           AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
-                                         ORDER BY t.id
-                                         LIMIT 1
-                                           FOR UPDATE SKIP LOCKED),
-                                       (SELECT b.id FROM b)
-                                  INTO v_kid, v_kb;
-                                v_kmore := true;  -- the priorities below may hold more
-                                v_klk := -v_kp;
-                                v_klid := COALESCE(v_kb, 9223372036854775807);
-                                -- Taken, or the budget spent in this priority, or
-                                -- read after the step below chose it: done.
-                                EXIT WHEN v_kid IS NOT NULL OR v_kb IS NOT NULL OR v_kfrom = 0;
-                            END IF;
-                            -- The priorities below v_kp: the one of the budget's
-                            -- last row, read backwards (an index-only read).
-                            v_kpl := (SELECT t.priority FROM tasks t
-                                       WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority < v_kp
-                                       ORDER BY t.priority DESC, t.id DESC
-                                      OFFSET v_kbudget - 1 LIMIT 1);
-                            IF v_kpl IS NOT NULL
-                               AND NOT EXISTS (SELECT 1 FROM tasks t
-                                                WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority < v_kp AND t.priority > v_kpl) THEN
-                                -- The budget lies in one priority: read it in id order.
-                                v_kp := v_kpl;
-                                v_kfrom := 0;
-                                v_kina := true;
-                                CONTINUE;
-                            END IF;
-                            -- Whole priorities holding fewer rows than the budget.
-                            v_kid := (SELECT t.id FROM tasks t
-                                       WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority < v_kp AND t.priority > COALESCE(v_kpl::bigint, -2147483649)
-                                         AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
-                                       ORDER BY t.priority DESC, t.id
-                                       LIMIT 1
-                                         FOR UPDATE SKIP LOCKED);
-                            v_kmore := v_kpl IS NOT NULL;
-                            v_klk := -v_kpl;
-                            v_klid := 0;
-                            EXIT;
-                        END LOOP;
-                    ELSE
+                    IF p_queues IS NOT NULL AND cardinality(p_queues) = 1 THEN
                         LOOP
                             IF v_kina THEN
                                 -- The rest of priority v_kp, in id order, up to the budget.
@@ -1809,12 +1764,12 @@ BEGIN
                                 v_kmore := true;  -- the priorities below may hold more
                                 v_klk := -v_kp;
                                 v_klid := COALESCE(v_kb, 9223372036854775807);
-                                -- Taken, or the budget spent in this priority, or
-                                -- read after the step below chose it: done.
+                                -- Taken, or the budget spent in this priority, or read after
+                                -- the step below chose it: done.
                                 EXIT WHEN v_kid IS NOT NULL OR v_kb IS NOT NULL OR v_kfrom = 0;
                             END IF;
-                            -- The priorities below v_kp: the one of the budget's
-                            -- last row, read backwards (an index-only read).
+                            -- The priorities below v_kp: the one of the budget's last row,
+                            -- read backwards (an index-only read).
                             v_kpl := (SELECT t.priority FROM tasks t
                                        WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1] AND t.priority < v_kp
                                        ORDER BY t.priority DESC, t.id DESC
@@ -1840,35 +1795,61 @@ BEGIN
                             v_klid := 0;
                             EXIT;
                         END LOOP;
+                    ELSE
+                        LOOP
+                            IF v_kina THEN
+                                -- The rest of priority v_kp, in id order, up to the budget.
+                                WITH b AS (SELECT t.id FROM tasks t
+                                            WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority = v_kp AND t.id > v_kfrom
+                                            ORDER BY t.id
+                                           OFFSET v_kbudget - 1 LIMIT 1)
+                                SELECT (SELECT t.id FROM tasks t
+                                         WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                           AND (p_queues IS NULL OR t.queue IN (SELECT u.q FROM unnest(p_queues) AS u(q))) AND t.priority = v_kp AND t.id > v_kfrom
+                                           AND t.id <= COALESCE((SELECT b.id FROM b), 9223372036854775807)
+                                           AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
+                                         ORDER BY t.id
+                                         LIMIT 1
+                                           FOR UPDATE SKIP LOCKED),
+                                       (SELECT b.id FROM b)
+                                  INTO v_kid, v_kb;
+                                v_kmore := true;  -- the priorities below may hold more
+                                v_klk := -v_kp;
+                                v_klid := COALESCE(v_kb, 9223372036854775807);
+                                -- Taken, or the budget spent in this priority, or read after
+                                -- the step below chose it: done.
+                                EXIT WHEN v_kid IS NOT NULL OR v_kb IS NOT NULL OR v_kfrom = 0;
+                            END IF;
+                            -- The priorities below v_kp: the one of the budget's last row,
+                            -- read backwards (an index-only read).
+                            v_kpl := (SELECT t.priority FROM tasks t
+                                       WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority < v_kp
+                                       ORDER BY t.priority DESC, t.id DESC
+                                      OFFSET v_kbudget - 1 LIMIT 1);
+                            IF v_kpl IS NOT NULL
+                               AND NOT EXISTS (SELECT 1 FROM tasks t
+                                                WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.priority < v_kp AND t.priority > v_kpl) THEN
+                                -- The budget lies in one priority: read it in id order.
+                                v_kp := v_kpl;
+                                v_kfrom := 0;
+                                v_kina := true;
+                                CONTINUE;
+                            END IF;
+                            -- Whole priorities holding fewer rows than the budget.
+                            v_kid := (SELECT t.id FROM tasks t
+                                       WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                           AND (p_queues IS NULL OR t.queue IN (SELECT u.q FROM unnest(p_queues) AS u(q))) AND t.priority < v_kp AND t.priority > COALESCE(v_kpl::bigint, -2147483649)
+                                         AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
+                                       ORDER BY t.priority DESC, t.id
+                                       LIMIT 1
+                                         FOR UPDATE SKIP LOCKED);
+                            v_kmore := v_kpl IS NOT NULL;
+                            v_klk := -v_kpl;
+                            v_klid := 0;
+                            EXIT;
+                        END LOOP;
                     END IF;
-                ELSIF p_queues IS NULL THEN
-                    WITH b AS (SELECT t.priority, t.id FROM tasks t
-                                WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                  AND (t.priority, t.id) > (v_lk::integer, v_lid)
-                                ORDER BY t.priority, t.id
-                               OFFSET v_kbudget - 1 LIMIT 1),
-                         e AS (SELECT COALESCE(b.priority, 2147483647) AS bp, COALESCE(b.id, 9223372036854775807) AS bid,
-                                      b.id IS NOT NULL AS more
-                                 FROM (SELECT 1) d LEFT JOIN b ON true)
-                    SELECT COALESCE(
-                               (SELECT t.id FROM tasks t
-                                 WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                   AND (t.priority, t.id) > (v_lk::integer, v_lid) AND t.priority < e.bp
-                                   AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
-                                 ORDER BY t.priority, t.id
-                                 LIMIT 1
-                                   FOR UPDATE SKIP LOCKED),
-                               (SELECT t.id FROM tasks t
-                                 WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
-                                   AND (t.priority, t.id) > (v_lk::integer, v_lid) AND t.priority = e.bp AND t.id <= e.bid
-                                   AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
-                                 ORDER BY t.priority, t.id
-                                 LIMIT 1
-                                   FOR UPDATE SKIP LOCKED)),
-                           e.more, e.bp, e.bid
-                      INTO v_kid, v_kmore, v_klk, v_klid
-                      FROM e;
-                ELSIF cardinality(p_queues) = 1 THEN
+                ELSIF p_queues IS NOT NULL AND cardinality(p_queues) = 1 THEN
                     WITH b AS (SELECT t.priority, t.id FROM tasks t
                                 WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1]
                                   AND (t.priority, t.id) > (v_lk::integer, v_lid)
@@ -1889,39 +1870,41 @@ BEGIN
                                  WHERE t.state = 'queued' AND NOT t.parked AND t.queue = p_queues[1]
                                    AND (t.priority, t.id) > (v_lk::integer, v_lid) AND t.priority = e.bp AND t.id <= e.bid
                                    AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
-                                 ORDER BY t.priority, t.id
+                                 ORDER BY t.id
                                  LIMIT 1
                                    FOR UPDATE SKIP LOCKED)),
                            e.more, e.bp, e.bid
                       INTO v_kid, v_kmore, v_klk, v_klid
                       FROM e;
                 ELSE
-                    -- A list: a share per queue, read first, kept up to the
-                    -- cut, the smallest last key of a queue read to its share.
-                    v_kshare := GREATEST(v_kbudget / cardinality(p_queues), c_head);
-                    WITH a AS MATERIALIZED (
-                        SELECT x.id, x.priority, x.required, x.pool, q.name FROM unnest(p_queues) AS q(name)
-                         CROSS JOIN LATERAL (
-                             SELECT t.id, t.priority, t.required, t.pool FROM tasks t
-                              WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name
-                                AND (t.priority, t.id) > (v_lk::integer, v_lid)
-                              ORDER BY t.priority, t.id
-                              LIMIT v_kshare) x),
-                    c AS (SELECT min(f.last) AS cut FROM (SELECT max(ARRAY[a.priority::bigint, a.id]) AS last FROM a
-                                                           GROUP BY a.name HAVING count(*) >= v_kshare) f),
-                    r AS (SELECT a.id, a.priority, a.required, a.pool FROM a, c
-                           WHERE c.cut IS NULL OR ARRAY[a.priority::bigint, a.id] <= c.cut),
-                    l AS (
-                        SELECT t.id, t.priority::bigint AS k1, t.required, t.pool FROM tasks t
-                         WHERE t.id IN (SELECT r.id FROM r
-                                         WHERE r.required <= v_remaining AND (r.pool IS NULL OR r.pool <> ALL (v_full)))
-                           AND t.state = 'queued' COLLATE "C" AND NOT t.parked
-                         ORDER BY t.priority, t.id
-                         LIMIT 1
-                           FOR UPDATE OF t SKIP LOCKED)
-                    SELECT l.id, c.cut IS NOT NULL, c.cut[1], c.cut[2]
+                    WITH b AS (SELECT t.priority, t.id FROM tasks t
+                                WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                  AND (t.priority, t.id) > (v_lk::integer, v_lid)
+                                ORDER BY t.priority, t.id
+                               OFFSET v_kbudget - 1 LIMIT 1),
+                         e AS (SELECT COALESCE(b.priority, 2147483647) AS bp, COALESCE(b.id, 9223372036854775807) AS bid,
+                                      b.id IS NOT NULL AS more
+                                 FROM (SELECT 1) d LEFT JOIN b ON true)
+                    SELECT COALESCE(
+                               (SELECT t.id FROM tasks t
+                                 WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                       AND (p_queues IS NULL OR t.queue IN (SELECT u.q FROM unnest(p_queues) AS u(q)))
+                                   AND (t.priority, t.id) > (v_lk::integer, v_lid) AND t.priority < e.bp
+                                   AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
+                                 ORDER BY t.priority, t.id
+                                 LIMIT 1
+                                   FOR UPDATE SKIP LOCKED),
+                               (SELECT t.id FROM tasks t
+                                 WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0
+                                       AND (p_queues IS NULL OR t.queue IN (SELECT u.q FROM unnest(p_queues) AS u(q)))
+                                   AND (t.priority, t.id) > (v_lk::integer, v_lid) AND t.priority = e.bp AND t.id <= e.bid
+                                   AND t.required <= v_remaining AND (t.pool IS NULL OR t.pool <> ALL (v_full))
+                                 ORDER BY t.id
+                                 LIMIT 1
+                                   FOR UPDATE SKIP LOCKED)),
+                           e.more, e.bp, e.bid
                       INTO v_kid, v_kmore, v_klk, v_klid
-                      FROM c LEFT JOIN l ON true;
+                      FROM e;
                 END IF;
                 IF v_kid IS NULL THEN
                     -- Nothing to take in what it read: past it, and the
@@ -2053,7 +2036,7 @@ BEGIN
                     v_lwalk := true;
                 END IF;
                 -- From c_lost lost, ascending, step K walks instead (version 33).
-                v_window := (v_remaining >= c_exact OR v_again) AND (NOT v_kscope OR v_losses < c_lost);
+                v_window := (v_remaining >= c_exact OR v_again) AND v_losses < c_lost;
                 CONTINUE picks;
             END IF;
             v_first_k := COALESCE(v_first_k, v_c.k1);
