@@ -65,7 +65,8 @@ def seed(tq: Any, rows: int, sign: int, free: bool) -> tuple[list[int], list[int
     tq.enqueue_many([{"payload": i, "priority": sign * (100 + rows + i), "required": 500} for i in range(TOO_BIG)])
     tq.enqueue_many([{"payload": i, "queue": "other", "priority": sign * (100 + i), "required": 500}
                      for i in range(1_000)])
-    extra = tq.enqueue_many([{"payload": "free", "priority": sign * (200 + rows + TOO_BIG), "required": 2}]) if free else []
+    extra = (tq.enqueue_many([{"payload": "free", "priority": sign * (200 + rows + TOO_BIG), "required": 2}])
+             if free else [])
     return full, held, extra
 
 

@@ -1,0 +1,62 @@
+"""How often step K runs when 8 consumers race for the same tasks (issue #9, migration 0047).
+
+Step K (claim_tasks v33) walks past fits that other transactions hold, once
+a claim has lost 8 of them. A claim among consumers that only hold rows for
+a claim + complete rarely loses that many, so K should not change the
+shapes' figures. This scenario checks that by counting: each chosen shape
+of ``bench shapes`` is seeded (``--rows``, default 200,000), the schema's
+claim_tasks is replaced by a copy of the shipped file that bumps a sequence
+each time step K runs (nothing else differs), and 8 consumers claim and
+complete for ``--seconds`` (default 8) as ``bench shapes`` runs them. The
+shipped function is never changed: the copy lives in the scenario's own
+schema, dropped at the end.
+
+``python -m bench k_walks [--only deadlines,mb_half] [--rows N] [--seconds S]``
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import common, shapes
+from .shapes import SHAPES
+
+SCHEMA = "bench_k_walks"
+DEFAULT = ("one_size", "mb_half", "deadlines", "deadlines_max", "listed_deadlines", "queues_half")
+MARK = "            IF v_losses >= c_lost AND NOT v_kdone AND NOT p_peek THEN\n"
+
+
+def counting_claim() -> str:
+    """The shipped claim_tasks with a sequence bumped where step K starts."""
+    from taskqueue.migrate import functions_dir
+
+    src = (functions_dir() / "claim_tasks.v33.sql").read_text()
+    if src.count(MARK) != 1:
+        raise RuntimeError("k_walks: step K's first line is not where this scenario expects it")
+    return src.replace(MARK, MARK + "                PERFORM nextval('k_walks');\n")
+
+
+def run(opts: common.Options) -> dict[str, Any]:
+    rows = opts.rows or 200_000
+    seconds = opts.seconds or 8.0
+    wanted = [s.strip() for s in opts.only.split(",")] if opts.only else list(DEFAULT)
+    by_name = {s.name: s for s in SHAPES}
+    unknown = sorted(set(wanted) - set(by_name))
+    if unknown:
+        raise SystemExit(f"k_walks: no shape {', '.join(unknown)}")
+    out: dict[str, Any] = {}
+    for name in wanted:
+        shape = by_name[name]
+        shapes.seed(opts.dsn, SCHEMA, shape, rows)
+        common.execute(opts.dsn, SCHEMA, "CREATE SEQUENCE k_walks", counting_claim())
+        args = {"dsn": opts.dsn, "schema": SCHEMA, "shape": shape, "cap": rows}
+        elapsed, _, count = common.run_clients(
+            shapes._ours_client, 8, args, label=f"{name}: 8 consumers, step K counted", total=seconds,
+            seconds=seconds)
+        with common._on_schema(opts.dsn, SCHEMA) as conn:
+            row = conn.execute("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM k_walks").fetchone()
+        walks = int(row[0]) if row else 0
+        out[name] = {"claims": count, "claims_per_s": count / elapsed, "k_walks": walks,
+                     "k_walks_per_claim": walks / count if count else None}
+        common.drop_schema(opts.dsn, SCHEMA)
+    return {"scenario": "k_walks", "rows": rows, "seconds": seconds, "consumers": 8, "shapes": out}
