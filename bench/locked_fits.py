@@ -18,9 +18,13 @@ them again, migration 0046's bulk read included):
 - ``one_free``: one more fit, free, after the held ones: both take it
   (rolled back after each).
 - ``max``: ``order="max"`` on a mirror of the rows (priorities negated):
-  nothing. Step K walks in ascending order only.
+  nothing.
+- ``gappy`` and ``sparse``: held fits spread among tasks too big instead,
+  2,000 of them 100 rows apart and 200 of them 2,000 rows apart (every
+  task its own priority, nothing free): a walk past held fits reads those
+  piles, which the buckets jump.
 
-``python -m bench locked_fits [--rows N] [--only empty,max]``
+``python -m bench locked_fits [--rows N] [--only empty,max,sparse]``
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ CASES: dict[str, tuple[int, list[str] | None, str, bool]] = {
     "list": (4, ["default", "other"], "min", False),
     "one_free": (4, ["default"], "min", True),
     "max": (4, ["default"], "max", False),
+    "gappy": (4, ["default"], "min", False),
+    "sparse": (4, ["default"], "min", False),
 }
 
 
@@ -70,10 +76,29 @@ def seed(tq: Any, rows: int, sign: int, free: bool) -> tuple[list[int], list[int
     return full, held, extra
 
 
+# held fits and the tasks too big after each: gappy and sparse
+SPREAD = {"gappy": (2_000, 100), "sparse": (200, 2_000)}
+
+
+def seed_spread(tq: Any, dsn: str, held: int, gap: int) -> tuple[list[int], list[int], list[int]]:
+    """``held`` fits, each followed by ``gap`` tasks too big, every task its own priority; no pool."""
+    common.execute(dsn, SCHEMA, (
+        "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+        "SELECT 'default', '{}'::jsonb, g, CASE WHEN g %% (%(gap)s + 1) = 0 THEN 1 + g %% 4 ELSE 500 END, "
+        "'queued', 3 FROM generate_series(1, %(n)s) g", {"gap": gap, "n": held * (gap + 1)}))
+    with psycopg.connect(dsn) as conn:
+        ids = [r[0] for r in conn.execute(
+            f'SELECT id FROM "{SCHEMA}".tasks WHERE required <= 4 ORDER BY priority, id').fetchall()]
+    return [], ids, []
+
+
 def run_case(opts: common.Options, name: str, rows: int, bar: Any) -> dict[str, Any]:
     available, queues, order, free = CASES[name]
     tq = common.fresh_queue(opts.dsn, SCHEMA)
-    full, held, extra = seed(tq, rows, -1 if order == "max" else 1, free)
+    if name in SPREAD:
+        full, held, extra = seed_spread(tq, opts.dsn, *SPREAD[name])
+    else:
+        full, held, extra = seed(tq, rows, -1 if order == "max" else 1, free)
     common.execute(opts.dsn, SCHEMA, "VACUUM ANALYZE tasks")
     ours: list[float] = []
     naive: list[float] = []
@@ -106,7 +131,7 @@ def run_case(opts: common.Options, name: str, rows: int, bar: Any) -> dict[str, 
     tq.close()
     common.drop_schema(opts.dsn, SCHEMA)
     return {
-        "available": available, "queues": queues, "order": order, "free_fit": free,
+        "available": available, "queues": queues, "order": order, "free_fit": free, "held": len(held),
         "ours_ms": ours, "naive_ms": naive,
         "ours_median_ms": statistics.median(ours), "naive_median_ms": statistics.median(naive),
         "ours_vs_naive_time": statistics.median(ours) / statistics.median(naive),

@@ -11,10 +11,10 @@ SELECT ... FOR UPDATE), an empty claim took 1.6-2.7 s against the naive
 query's 34-50 ms. claim_tasks v33 adds step K: after 8 such losses it walks
 the claim order on and locks the first fit no one holds with FOR UPDATE
 SKIP LOCKED, at most 64 rows a walk at first, doubling to 8,192 while walks
-find nothing, and asks the buckets between walks. Ascending over any scope;
-descending over one queue or every queue (in id order within a priority,
-and whole priorities read backwards below it), where version 18's window
-after a lost row cost a statement of two descents a row: 2.5 s a claim.
+find nothing. Walks go on while the rows they may have read stay below 256
+per fit lost; past that the buckets go on alone until more are lost. In
+either order, over one queue, a list or every queue (descending: in id
+order within a priority, and whole priorities read backwards below it).
 
 Only the function changes; no table or index does.
 """
