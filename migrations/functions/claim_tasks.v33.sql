@@ -496,7 +496,7 @@ DECLARE
     -- alone until more are lost, so walks and probes cost about the same and
     -- the claim about twice the cheaper of the two.
     c_kprobe CONSTANT integer := 256;
-    v_kread integer := 0;      -- rows step K's walks may have read (their budgets)
+    v_kread bigint := 0;       -- rows step K's walks may have read (their budgets)
     v_kp integer;              -- descending: the priority step K reads in id order
     v_kpl integer;             -- and the priority of the budget's last row below it
     v_kb bigint;               -- the id of the budget's last row in that priority
@@ -1730,7 +1730,7 @@ BEGIN
             END IF;
             v_gcap := c_scan;
         ELSE
-            IF v_losses >= c_lost AND v_kread < c_kprobe * v_losses AND NOT p_peek THEN
+            IF v_losses >= c_lost AND v_kread < c_kprobe::bigint * v_losses AND NOT p_peek THEN
                 -- K (version 33). Fits keep turning out locked by other
                 -- transactions: walk the claim order on and lock the first
                 -- fit no one holds, in one statement, over at most v_kbudget
