@@ -23,17 +23,17 @@ from .shapes import SHAPES
 
 SCHEMA = "bench_k_walks"
 DEFAULT = ("one_size", "mb_half", "deadlines", "deadlines_max", "listed_deadlines", "queues_half")
-MARK = "            IF v_losses >= c_lost AND NOT v_kdone AND NOT p_peek THEN\n"
+MARK = "                -- K (version 33). Fits keep turning out locked by other\n"
 
 
 def counting_claim() -> str:
-    """The shipped claim_tasks with a sequence bumped where step K starts."""
+    """The shipped claim_tasks with a sequence bumped where step K starts (its first comment line)."""
     from taskqueue.migrate import functions_dir
 
     src = (functions_dir() / "claim_tasks.v33.sql").read_text()
     if src.count(MARK) != 1:
         raise RuntimeError("k_walks: step K's first line is not where this scenario expects it")
-    return src.replace(MARK, MARK + "                PERFORM nextval('k_walks');\n")
+    return src.replace(MARK, "                PERFORM nextval('k_walks');\n" + MARK)
 
 
 def run(opts: common.Options) -> dict[str, Any]:
@@ -53,9 +53,8 @@ def run(opts: common.Options) -> dict[str, Any]:
         elapsed, _, count = common.run_clients(
             shapes._ours_client, 8, args, label=f"{name}: 8 consumers, step K counted", total=seconds,
             seconds=seconds)
-        with common._on_schema(opts.dsn, SCHEMA) as conn:
-            row = conn.execute("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM k_walks").fetchone()
-        walks = int(row[0]) if row else 0
+        walks = int(common.scalar(opts.dsn, SCHEMA,
+                                  "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM k_walks"))
         out[name] = {"claims": count, "claims_per_s": count / elapsed, "k_walks": walks,
                      "k_walks_per_claim": walks / count if count else None}
         common.drop_schema(opts.dsn, SCHEMA)

@@ -86,9 +86,7 @@ def seed_spread(tq: Any, dsn: str, held: int, gap: int) -> tuple[list[int], list
         "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
         "SELECT 'default', '{}'::jsonb, g, CASE WHEN g %% (%(gap)s + 1) = 0 THEN 1 + g %% 4 ELSE 500 END, "
         "'queued', 3 FROM generate_series(1, %(n)s) g", {"gap": gap, "n": held * (gap + 1)}))
-    with psycopg.connect(dsn) as conn:
-        ids = [r[0] for r in conn.execute(
-            f'SELECT id FROM "{SCHEMA}".tasks WHERE required <= 4 ORDER BY priority, id').fetchall()]
+    ids = [r[0] for r in common.rows(dsn, SCHEMA, "SELECT id FROM tasks WHERE required <= 4 ORDER BY priority, id")]
     return [], ids, []
 
 
