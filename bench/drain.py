@@ -16,233 +16,35 @@ best is published), with 1 and 2 processes, with a no-op handler, a 1 ms sleep
 and 1 ms of CPU. Rounds are interleaved, each cell's figure is the median.
 Latency (enqueue to handler start, idle and busy) is measured on our worker at
 its defaults.
+
+This module runs the cells and tabulates them; what a cell is and how each
+library runs is in ``drain_sides``, the latency and enqueue checks in
+``drain_checks``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import shutil
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 
 from . import common, drain_app, peers
 from .cpu_use import CpuUse
+from .drain_checks import enqueue_check, latency
+from .drain_sides import PEER_HANDLER, SCHEMA, Cell, Ours, Pgq, Workers, cells
 
-SCHEMA = "bench_drain"
 DEFAULT_ROWS = 20_000
 #: The 1 ms CPU handler runs at most ~1,000 jobs/s a core: fewer jobs keep its cells short.
 CPU_ROWS_DIVISOR = 5
 ROUNDS = 2
 POLL = 0.004
-READY_TIMEOUT = 60.0
 HANDLERS = ("noop", "sleep", "cpu", "async_noop", "async_sleep", "async_cpu")
-#: taskqueue only; set against PGQueuer's own (async) handler of the same work.
-PEER_HANDLER = {"async_noop": "noop", "async_sleep": "sleep", "async_cpu": "cpu"}
 #: Handlers that burn 1 ms of CPU a job: fewer jobs a cell (CPU_ROWS_DIVISOR).
 CPU_HANDLERS = ("cpu", "async_cpu")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@dataclass(frozen=True)
-class Cell:
-    library: str  # "taskqueue" or "pgqueuer"
-    handler: str
-    processes: int
-    settings: tuple[tuple[str, int], ...] = ()  # () = the library's defaults
-
-    @property
-    def label(self) -> str:
-        knobs = " ".join(f"{k}={v}" for k, v in self.settings) or "defaults"
-        return f"{self.library} {self.handler} x{self.processes} {knobs}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"library": self.library, "handler": self.handler, "processes": self.processes,
-                "settings": dict(self.settings) or "defaults"}
-
-
-#: Settings swept per library (defaults are always measured too).
-OURS_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
-    (("concurrency", 32),),
-    (("concurrency", 64),),
-    (("claim-ahead", 500),),
-    (("concurrency", 64), ("claim-ahead", 500)),
-)
-#: For the CPU handler, fewer handler threads too: its work holds the GIL, so
-#: threads beyond one per core only take turns at it (and with the claimer);
-#: and the inline lane, which runs the handlers on the claim loop's thread.
-OURS_CPU_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
-    (("concurrency", 1),),
-    (("concurrency", 2),),
-    (("inline", 1),),
-)
-#: Settings passed as a bare flag (``--inline``), not ``--key value``.
-FLAGS = frozenset({"inline"})
-#: The async lane's knob, for the ``async def`` handler; and the inline lane, whose event loop is the
-#: claim loop's own thread (a group of at most async-concurrency coroutines at a time).
-OURS_ASYNC_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
-    (("async-concurrency", 300),),
-    (("async-concurrency", 1000),),
-    (("inline", 1),),
-)
-PGQ_SWEEP: tuple[tuple[tuple[str, int], ...], ...] = (
-    (("batch", 100),),
-    (("batch", 500),),
-    (("batch", 100), ("instances", 2)),
-    (("batch", 500), ("instances", 2)),
-)
-
-
-def cells(handlers: tuple[str, ...]) -> list[Cell]:
-    out = []
-    for handler in handlers:
-        for processes in (1, 2):
-            for library, sweep in (("taskqueue", OURS_SWEEP), ("pgqueuer", PGQ_SWEEP)):
-                if handler in PEER_HANDLER:  # the async lane's knob, and no second PGQueuer run
-                    if library == "taskqueue":
-                        out.append(Cell(library, handler, processes))
-                        out.extend(Cell(library, handler, processes, s) for s in OURS_ASYNC_SWEEP)
-                    continue
-                out.append(Cell(library, handler, processes))
-                out.extend(Cell(library, handler, processes, s) for s in sweep)
-                if handler == "cpu" and library == "taskqueue":
-                    out.extend(Cell(library, handler, processes, s) for s in OURS_CPU_SWEEP)
-    return out
-
-
-# -- the two libraries' sides ---------------------------------------------------
-class Ours:
-    name = "taskqueue"
-
-    def __init__(self, dsn: str) -> None:
-        self.dsn = dsn
-        common.fresh_queue(dsn, SCHEMA).close()
-
-    def reset(self) -> None:
-        common.execute(self.dsn, SCHEMA, "TRUNCATE tasks RESTART IDENTITY")
-
-    def command(self, cell: Cell) -> list[str]:
-        cmd = [sys.executable, "-m", "taskqueue", "worker", "bench.drain_app:worker", "--dsn", self.dsn,
-               "--schema", SCHEMA, "--no-migrate", *os.environ.get("BENCH_OURS_ARGS", "").split()]
-        for key, value in cell.settings:
-            cmd += [f"--{key}"] if key in FLAGS else [f"--{key}", str(value)]
-        return cmd
-
-    def enqueue(self, n: int) -> None:
-        from taskqueue import TaskQueue
-
-        with TaskQueue(self.dsn, schema=SCHEMA) as tq:
-            tq.enqueue_many([{"payload": None}] * n)  # one transaction: its commit releases the workers
-
-    # One probe of a partial index each (queued and claimable, queued and parked, running): the
-    # plain "state IN (...)" scanned the table, half a millisecond each 4 ms look, on our side only.
-    left_sql = ("SELECT EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND NOT parked)"
-                " OR EXISTS (SELECT 1 FROM tasks WHERE state = 'queued' AND parked)"
-                " OR EXISTS (SELECT 1 FROM tasks WHERE state = 'running')")
-    done_sql = "SELECT count(*) FROM tasks WHERE state = 'done'"
-    search_path = SCHEMA
-
-
-class Pgq:
-    name = "pgqueuer"
-
-    def __init__(self, dsn: str) -> None:
-        # A database of its own, named after ours: other scenarios reinstall bench_pgqueuer.
-        base = psycopg.conninfo.conninfo_to_dict(dsn).get("dbname", "bench")
-        self.dsn = common.ensure_database(common.with_dbname(dsn, f"{base}_drain_pgqueuer"))
-        peers.pgq_reset(self.dsn)
-        self.url = _url(self.dsn)  # asyncpg takes URLs only
-
-    def reset(self) -> None:
-        common.execute(self.dsn, None, "TRUNCATE pgqueuer, pgqueuer_log, pgqueuer_statistics",
-                       "VACUUM ANALYZE pgqueuer")
-
-    def command(self, cell: Cell) -> list[str]:
-        knobs = dict(cell.settings)
-        return [sys.executable, "-m", "bench.drain_app", "pgq", "--dsn", self.url,
-                "--batch", str(knobs.get("batch", 10)), "--instances", str(knobs.get("instances", 1))]
-
-    def enqueue(self, n: int) -> None:
-        async def go() -> None:
-            import asyncpg
-            from pgqueuer.db import AsyncpgDriver
-            from pgqueuer.queries import Queries
-
-            conn = await asyncpg.connect(self.url)
-            await Queries(AsyncpgDriver(conn)).enqueue(["noop"] * n, [None] * n, [0] * n)  # one statement
-            await conn.close()
-
-        asyncio.run(go())
-
-    left_sql = "SELECT EXISTS (SELECT 1 FROM pgqueuer WHERE status IN ('queued', 'picked'))"
-    done_sql = "SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'"
-    search_path = None
-
-
-def _url(dsn: str) -> str:
-    from urllib.parse import quote
-
-    p = psycopg.conninfo.conninfo_to_dict(dsn)
-    auth = quote(str(p.get("user", ""))) + (":" + quote(str(p["password"])) if p.get("password") else "")
-    host = f"{p.get('host', 'localhost')}:{p.get('port', 5432)}"
-    return f"postgresql://{auth}{'@' if auth else ''}{host}/{quote(str(p.get('dbname', 'postgres')))}"
-
-
-# -- one cell -----------------------------------------------------------------
-@dataclass
-class Workers:
-    """Worker processes started against an empty queue, each announcing itself when ready."""
-
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    ready_dir: str = ""
-    logs: list[Any] = field(default_factory=list)
-
-    @classmethod
-    def start(cls, cmd: list[str], count: int, handler: str, extra_env: dict[str, str] | None = None) -> Workers:
-        self = cls(ready_dir=tempfile.mkdtemp(prefix="bench-ready-"))
-        env = {**os.environ, "BENCH_HANDLER": handler, "BENCH_READY": self.ready_dir,
-               "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **(extra_env or {})}
-        for _ in range(count):
-            log = tempfile.TemporaryFile()
-            self.logs.append(log)
-            self.procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log))
-        deadline = time.monotonic() + READY_TIMEOUT
-        while len(os.listdir(self.ready_dir)) < count:
-            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
-                tail = self.tail()
-                self.stop()
-                raise RuntimeError(f"workers did not become ready: {tail}")
-            time.sleep(0.02)
-        return self
-
-    def tail(self) -> str:
-        out = []
-        for log in self.logs:
-            log.seek(0)
-            out.append(log.read()[-2000:].decode(errors="replace"))
-        return "\n".join(out)
-
-    def stop(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for log in self.logs:
-            log.close()
-        shutil.rmtree(self.ready_dir, ignore_errors=True)
 
 
 def _connect(dsn: str, search_path: str | None) -> psycopg.Connection[Any]:
@@ -304,124 +106,6 @@ def run_cell(side: Ours | Pgq, cell: Cell, n: int, bar: Any, task: Any) -> dict[
         cpu["outside_job_us"] = (round(cpu["worker_us_per_job"] - cpu["job_loop_us"], 1)
                                  if cpu["job_loop_us"] is not None and cpu["worker_us_per_job"] is not None else None)
     return {"jobs": done, "seconds": elapsed, "per_second": done / elapsed, "cpu": cpu}
-
-
-# -- latency ------------------------------------------------------------------
-#: Probes between two top-ups of the busy phase's backlog (a worker drains 20,000 no-ops in under a second
-#: on a fast day, so a fixed top-up every 25 probes let the backlog run dry before the last probe).
-TOP_UP_EVERY = 5
-
-def latency(dsn: str, probes: int, backlog: int, *, cpu: bool = False) -> dict[str, Any]:
-    """Enqueue-to-handler-start of single tasks on one default worker: idle, then behind a draining backlog.
-
-    Measured from the moment ``enqueue`` returned (the task is committed) to
-    the handler's first line, both on the machine's wall clock;
-    ``from_call`` measures from before the call instead.
-
-    Busy: the worker is draining ``backlog`` no-op tasks, topped up to
-    ``backlog`` every ``TOP_UP_EVERY`` probes so that it lasts past the last
-    probe on a fast day as on a slow one (``backlog_left_at_last_probe``); each probe is
-    enqueued at a more urgent priority (lower number), so it waits for the
-    worker's next claim round, not for the backlog. ``cpu``: the backlog's
-    tasks are CPU jobs (1 ms each), so the worker's claim rounds are far
-    apart; ``BENCH_OURS_ARGS`` gives the worker's flags (``--inline``).
-    """
-    from taskqueue import TaskQueue
-
-    ours = Ours(dsn)
-    stamps = tempfile.NamedTemporaryFile(prefix="bench-stamps-", delete=False)
-    stamps.close()
-    result: dict[str, Any] = {}
-    with common.progress() as bar:
-        task = bar.add_task("latency", total=2 * probes)
-        for phase in ("idle", "busy"):
-            ours.reset()
-            open(stamps.name, "w").close()
-            workers = Workers.start(ours.command(Cell("taskqueue", "stamp", 1)), 1, "stamp",
-                                    {"BENCH_STAMPS": stamps.name, **({"BENCH_STAMP_CPU": "1"} if cpu else {})})
-            try:
-                with TaskQueue(dsn, schema=SCHEMA, pool_size=1) as tq:
-                    tq.stats()  # connect before the first probe
-                    if phase == "busy":
-                        tq.enqueue_many([{"payload": None}] * backlog)
-                    sent: dict[int, tuple[float, float]] = {}
-                    for k in range(probes):
-                        if phase == "busy" and k and k % TOP_UP_EVERY == 0:  # keep it busy until the last probe
-                            queued = tq.stats().by_state["queued"]
-                            if queued < backlog:  # topped up to what it started with, however fast it drains
-                                tq.enqueue_many([{"payload": None}] * (backlog - queued))
-                        before = time.time()
-                        probe_id = tq.enqueue({"probe": True}, priority=-1)
-                        sent[probe_id] = (before, time.time())
-                        bar.advance(task)
-                        time.sleep(0.01)
-                    left = tq.stats().by_state["queued"]  # at the last probe: > 0 means busy throughout
-                    deadline = time.monotonic() + 60
-                    while time.monotonic() < deadline:
-                        counts = tq.stats().by_state
-                        if not counts["queued"] + counts["running"]:
-                            break
-                        time.sleep(0.05)
-            finally:
-                workers.stop()
-            with open(stamps.name) as f:
-                started = {int(a): float(b) for a, b in (line.split() for line in f if line.strip())}
-            if set(started) != set(sent):
-                raise RuntimeError(f"latency {phase}: {len(started)} of {len(sent)} probes ran")
-            # From the moment enqueue() returned (its commit is done); "from_call" adds the enqueue itself.
-            summary = common.latency_summary([started[i] - sent[i][1] for i in sent])
-            summary["from_call"] = common.latency_summary([started[i] - sent[i][0] for i in sent])
-            summary["backlog"] = backlog if phase == "busy" else 0
-            summary["backlog_left_at_last_probe"] = left
-            result[phase] = summary
-    os.unlink(stamps.name)
-    return result
-
-
-# -- enqueue, side by side ----------------------------------------------------
-def enqueue_check(dsn: str, pgq: Pgq | None, rounds: int = 7, single: int = 300, batch: int = 10_000) -> dict[str, Any]:
-    """Single and 10k-batch enqueue of both libraries, interleaved rounds (PGQueuer on asyncpg + uvloop)."""
-    from taskqueue import TaskQueue
-
-    rates: dict[str, list[float]] = {"taskqueue_single": [], "taskqueue_batch": []}
-    if pgq is not None:
-        rates |= {"pgqueuer_single": [], "pgqueuer_batch": []}
-
-    async def theirs(n: int, one_by_one: bool) -> float:
-        import asyncpg
-        from pgqueuer.db import AsyncpgDriver
-        from pgqueuer.queries import Queries
-
-        assert pgq is not None
-        conn = await asyncpg.connect(pgq.url)
-        q = Queries(AsyncpgDriver(conn))
-        t0 = time.perf_counter()
-        if one_by_one:
-            for _ in range(n):
-                await q.enqueue("noop", None)
-        else:
-            await q.enqueue(["noop"] * n, [None] * n, [0] * n)
-        rate = n / (time.perf_counter() - t0)
-        await conn.close()
-        return rate
-
-    common.fresh_queue(dsn, SCHEMA).close()
-    with TaskQueue(dsn, schema=SCHEMA) as tq:
-        tq.stats()
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(single):
-                tq.enqueue(None)
-            rates["taskqueue_single"].append(single / (time.perf_counter() - t0))
-            t0 = time.perf_counter()
-            tq.enqueue_many([{"payload": None}] * batch)
-            rates["taskqueue_batch"].append(batch / (time.perf_counter() - t0))
-            if pgq is not None:
-                import uvloop
-
-                rates["pgqueuer_single"].append(uvloop.run(theirs(single, True)))
-                rates["pgqueuer_batch"].append(uvloop.run(theirs(batch, False)))
-    return {k: {"per_second": statistics.median(v), "rounds": v} for k, v in rates.items()}
 
 
 # -- the whole run ------------------------------------------------------------

@@ -39,7 +39,7 @@ def seed(dsn: str, schema: str, rows: int, old: str | None) -> None:
 
 
 def _client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
-    with shapes._connect(args) as conn:
+    with shapes.connect(args) as conn:
         common.ready(counter, sync)
         t0 = time.perf_counter()
         got = conn.execute("SELECT id FROM claim_tasks(NULL, 1, NULL, %s, 60, false)", (f"burst-{idx}",)).fetchone()

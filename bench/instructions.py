@@ -42,7 +42,7 @@ from typing import Any
 
 import psycopg
 
-from . import common, shapes
+from . import common, shape_catalog, shapes
 
 LOOPS = 100
 WARMUP = 10
@@ -114,11 +114,11 @@ class Cluster:
         raise SystemExit(f"instructions: no callgrind totals for backend {pid}")
 
 
-def _session(cluster: Cluster, schema: str, fn: str, shape: shapes.Shape, loops: int) -> int:
+def _session(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape, loops: int) -> int:
     shapes.reset(cluster.dsn, schema)
     with psycopg.connect(cluster.dsn, autocommit=True, options=f"-c search_path={schema}") as conn:
         pid = conn.info.backend_pid
-        a = shapes._available(shape, random.Random(1))
+        a = shapes.draw_available(shape, random.Random(1))
         if fn == NAIVE:
             claim, params = shape.naive_sql(), shape.naive_params(a)
         else:
@@ -132,7 +132,7 @@ def _session(cluster: Cluster, schema: str, fn: str, shape: shapes.Shape, loops:
     return cluster.total(pid)
 
 
-def _api_session(cluster: Cluster, schema: str, shape: shapes.Shape, loops: int) -> int:
+def _api_session(cluster: Cluster, schema: str, shape: shape_catalog.Shape, loops: int) -> int:
     """Loops of ``TaskQueue.claim`` + ``complete`` on one pooled connection: the statements users' code sends."""
     from taskqueue import TaskQueue
 
@@ -141,7 +141,7 @@ def _api_session(cluster: Cluster, schema: str, shape: shapes.Shape, loops: int)
     try:
         with tq.engine.connect() as conn:
             pid = int(conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
-        a = shapes._available(shape, random.Random(1))
+        a = shapes.draw_available(shape, random.Random(1))
         for _ in range(WARMUP + loops):
             task = tq.claim(available=a, worker="callgrind", order=shape.order,  # type: ignore[arg-type]
                             queues=shape.queue_list)
@@ -153,7 +153,7 @@ def _api_session(cluster: Cluster, schema: str, shape: shapes.Shape, loops: int)
     return cluster.total(pid)
 
 
-def per_claim(cluster: Cluster, schema: str, fn: str, shape: shapes.Shape) -> float:
+def per_claim(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape) -> float:
     if fn == NAIVE:  # its own index, there only while it runs (as in the shapes scenario)
         common.execute(cluster.dsn, schema, shape.naive_index, "ANALYZE tasks")
     def session(loops: int) -> int:
@@ -169,7 +169,7 @@ def per_claim(cluster: Cluster, schema: str, fn: str, shape: shapes.Shape) -> fl
             common.execute(cluster.dsn, schema, "DROP INDEX bench_naive")
 
 
-def without_checks(cluster: Cluster, schema: str, shape: shapes.Shape) -> float:
+def without_checks(cluster: Cluster, schema: str, shape: shape_catalog.Shape) -> float:
     """The current function with the tasks table's CHECK constraints dropped (then put back): what they cost.
 
     PostgreSQL 15 reads each CHECK expression from its stored text and
@@ -185,7 +185,7 @@ def without_checks(cluster: Cluster, schema: str, shape: shapes.Shape) -> float:
                        *(f'ALTER TABLE tasks ADD CONSTRAINT "{name}" {text}' for name, text in checks))
 
 
-def at_previous_revision(cluster: Cluster, schema: str, shape: shapes.Shape) -> tuple[str, float]:
+def at_previous_revision(cluster: Cluster, schema: str, shape: shape_catalog.Shape) -> tuple[str, float]:
     """A claim + done with the schema one revision back (then forward again): what the head migration saved."""
     from alembic.script import ScriptDirectory
 
@@ -240,7 +240,7 @@ def run(opts: common.Options) -> dict[str, Any]:
         raise SystemExit("instructions: name the older function file with --old, e.g. --old claim_tasks.v12")
     rows = opts.rows or DEFAULT_ROWS
     names = (opts.only or DEFAULT_SHAPES).split(",")
-    chosen = [s for s in shapes.SHAPES if s.name in names]
+    chosen = [s for s in shape_catalog.SHAPES if s.name in names]
     if len(chosen) != len(names):
         raise SystemExit(f"instructions: unknown shape in {names}")
     out: dict[str, Any] = {"scenario": "instructions", "rows": rows, "loops": LOOPS, "old": opts.old, "shapes": []}

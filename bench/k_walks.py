@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import common, shapes
-from .shapes import SHAPES
+from .shape_catalog import SHAPES
 
 SCHEMA = "bench_k_walks"
 DEFAULT = ("one_size", "mb_half", "deadlines", "deadlines_max", "listed_deadlines", "queues_half")
@@ -51,7 +51,7 @@ def run(opts: common.Options) -> dict[str, Any]:
         common.execute(opts.dsn, SCHEMA, "CREATE SEQUENCE k_walks", counting_claim())
         args = {"dsn": opts.dsn, "schema": SCHEMA, "shape": shape, "cap": rows}
         elapsed, _, count = common.run_clients(
-            shapes._ours_client, 8, args, label=f"{name}: 8 consumers, step K counted", total=seconds,
+            shapes.ours_client, 8, args, label=f"{name}: 8 consumers, step K counted", total=seconds,
             seconds=seconds)
         walks = int(common.scalar(opts.dsn, SCHEMA,
                                   "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM k_walks"))

@@ -171,7 +171,7 @@ def seed_big(dsn: str, rows: int, pooled: bool, naive: bool, layout: str) -> Non
 
 
 def _naive_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
-    from .shapes import _connect
+    from .shapes import connect as _connect
 
     conn = _connect(args)
     stop = common.ready(counter, sync)

@@ -33,6 +33,7 @@ import psycopg
 
 from . import common
 from . import shapes as S
+from .shape_catalog import Shape
 
 DEFAULT_ROWS = 200_000
 DEFAULT_COUNT = 30
@@ -62,7 +63,7 @@ FIT_SHARES = (0.0005, 0.01, 0.3, 0.5, 0.9, 1.0)
 QUEUES = ((1, 0), (1, 0), (100, 0), (40, 20))
 
 
-def draw(rng: random.Random, index: int) -> tuple[S.Shape, float]:
+def draw(rng: random.Random, index: int) -> tuple[Shape, float]:
     """One random shape (its ``available`` is set after seeding, from the sizes) and its fit share."""
     priority, size = rng.choice(list(PRIORITIES)), rng.choice(list(SIZES))
     share, order = rng.choice(FIT_SHARES), rng.choice(("min", "min", "max"))
@@ -70,12 +71,12 @@ def draw(rng: random.Random, index: int) -> tuple[S.Shape, float]:
     queues, listed = rng.choice(QUEUES)
     name = (f"r{index}_{priority}_{size}_{share:g}_{order}{'_pools' if pools else ''}"
             f"{f'_q{queues}' if queues > 1 else ''}{f'l{listed}' if listed else ''}")
-    shape = S.Shape(name, name, PRIORITIES[priority], SIZES[size], 1, order=order, pools=pools, queues=queues,
+    shape = Shape(name, name, PRIORITIES[priority], SIZES[size], 1, order=order, pools=pools, queues=queues,
                     listed=listed)
     return shape, share
 
 
-def measure(dsn: str, shape: S.Shape, share: float, rows: int, seconds: float) -> dict[str, Any]:
+def measure(dsn: str, shape: Shape, share: float, rows: int, seconds: float) -> dict[str, Any]:
     common.console.log(f"random_shapes: {shape.name}: seeding {rows:,} rows")
     S.seed(dsn, S.SCHEMA, shape, rows)
     with psycopg.connect(dsn) as conn:
@@ -85,8 +86,8 @@ def measure(dsn: str, shape: S.Shape, share: float, rows: int, seconds: float) -
     assert row is not None
     shape = dataclasses.replace(shape, available=int(row[0]))
     args = {"dsn": dsn, "schema": S.SCHEMA, "shape": shape, "cap": max(1, rows // 4)}
-    naive = S._naive_phase(dsn, shape, 1, args, seconds)
-    ours, lat = S._phase(S._ours_client, 1, args, f"{shape.name} ours x1", seconds)
+    naive = S.naive_phase(dsn, shape, 1, args, seconds)
+    ours, lat = S.phase(S.ours_client, 1, args, f"{shape.name} ours x1", seconds)
     S.reset(dsn, S.SCHEMA)
     result = {"shape": shape.name, "available": shape.available, "fit_share": share, "naive_per_s": naive,
               "ours_per_s": ours, "ratio": common.ratio(ours, naive) if naive else None,
@@ -97,7 +98,7 @@ def measure(dsn: str, shape: S.Shape, share: float, rows: int, seconds: float) -
     return result
 
 
-def empty_claims(dsn: str, shape: S.Shape) -> dict[str, Any]:
+def empty_claims(dsn: str, shape: Shape) -> dict[str, Any]:
     """Nothing to claim: ``EMPTY_CLAIMS`` of ours in a row, each timed, and the fits left unparked after each.
 
     Against them, one naive query, which walks every fit to find that none

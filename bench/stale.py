@@ -25,14 +25,14 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from . import common, shapes, versions
+from . import common, shape_catalog, shapes, versions
 
 FRESH, STALE, OLD = "bench_stale_fresh", "bench_stale_stale", "bench_stale_old"
 DEFAULT_ROWS = 200_000
 RUNNING = 5_000
 ROUNDS = 3
 SECONDS = 4.0
-SHAPE = next(s for s in shapes.SHAPES if s.name == "mb_half_max")  # priorities 0..9, sizes 1..1M, half fit
+SHAPE = next(s for s in shape_catalog.SHAPES if s.name == "mb_half_max")  # priorities 0..9, sizes 1..1M, half fit
 KINDS = ("max", "many", "min")
 AVAILABLE = 500_000  # half the shape's tasks fit a single claim
 
@@ -42,13 +42,13 @@ RUNNING_SQL = ("INSERT INTO tasks (queue, payload, priority, required, state, ma
                "started_at, lease_token, lease_seconds, lease_expires_at) "
                "SELECT 'default', '{}'::jsonb, 0, 1, 'running', 3, 1, 'elsewhere', now(), gen_random_uuid(), "
                "86400, now() + interval '1 day' FROM generate_series(1, %s)")
-RESET = shapes.RESET.replace("WHERE state <> 'queued' OR parked", "WHERE (state <> 'queued' OR parked) "
+RESET = shape_catalog.RESET.replace("WHERE state <> 'queued' OR parked", "WHERE (state <> 'queued' OR parked) "
                              "AND worker IS DISTINCT FROM 'elsewhere'")
 
 
 def build(dsn: str, schema: str, rows: int, stale: bool) -> None:
     common.fresh_queue(dsn, schema).close()
-    sql = shapes.SEED.format(priority=SHAPE.priority, required=SHAPE.required, npools=shapes.POOLS, queues=1)
+    sql = shape_catalog.SEED.format(priority=SHAPE.priority, required=SHAPE.required, npools=shape_catalog.POOLS, queues=1)
     steps: list[str | tuple[str, Any]] = ["ALTER TABLE tasks SET (autovacuum_enabled = false)", QUIET]
     if stale:
         steps.append("VACUUM ANALYZE tasks")
@@ -108,7 +108,7 @@ def run(opts: common.Options) -> dict[str, Any]:
             order = schemas if r % 2 == 0 else list(reversed(schemas))
             for schema in order:
                 args = {"dsn": opts.dsn, "schema": schema, "kind": kind, "cap": cap}
-                rate, _ = shapes._phase(_client, 1, args, f"{schema} {kind} round {r + 1}", seconds)
+                rate, _ = shapes.phase(_client, 1, args, f"{schema} {kind} round {r + 1}", seconds)
                 per_s[kind][schema].append(rate)
                 reset(opts.dsn, schema)
     result: dict[str, Any] = {"scenario": "stale", "rows": rows, "running": RUNNING, "rounds": ROUNDS,

@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from . import common, shapes
+from . import common, shape_catalog, shapes
 
 OLD_SCHEMA = "bench_versions_old"
 NEW_SCHEMA = "bench_versions_new"
@@ -58,7 +58,7 @@ def load_old(dsn: str, schema: str, name: str) -> None:
         engine.dispose()
 
 
-def measure(dsn: str, shape: shapes.Shape, rows: int, seconds: float, old: str) -> dict[str, Any]:
+def measure(dsn: str, shape: shape_catalog.Shape, rows: int, seconds: float, old: str) -> dict[str, Any]:
     for schema in (OLD_SCHEMA, NEW_SCHEMA):
         common.console.log(f"versions: {shape.name}: seeding {rows:,} rows into {schema}")
         shapes.seed(dsn, schema, shape, rows)
@@ -74,7 +74,7 @@ def measure(dsn: str, shape: shapes.Shape, rows: int, seconds: float, old: str) 
             for schema in order:
                 args = {"dsn": dsn, "schema": schema, "shape": shape, "cap": cap}
                 label = f"{shape.name} {'old' if schema == OLD_SCHEMA else 'new'} x{clients} round {r + 1}"
-                got[schema], _ = shapes._phase(shapes._ours_client, clients, args, label, seconds)
+                got[schema], _ = shapes.phase(shapes.ours_client, clients, args, label, seconds)
                 shapes.reset(dsn, schema)
             rounds[f"x{clients}"].append({"old_per_s": got[OLD_SCHEMA], "new_per_s": got[NEW_SCHEMA],
                                           "new_over_old": common.ratio(got[NEW_SCHEMA], got[OLD_SCHEMA])})
@@ -88,8 +88,8 @@ def run(opts: common.Options) -> dict[str, Any]:
     if not opts.old:
         raise SystemExit("versions: name the older function file with --old, e.g. --old claim_tasks.v10")
     wanted = set(opts.only.split(",")) if opts.only else None
-    picked = [s for s in shapes.SHAPES if wanted is None or s.name in wanted]
-    unknown = (wanted or set()) - {s.name for s in shapes.SHAPES}
+    picked = [s for s in shape_catalog.SHAPES if wanted is None or s.name in wanted]
+    unknown = (wanted or set()) - {s.name for s in shape_catalog.SHAPES}
     if unknown:
         raise SystemExit(f"versions: unknown shape(s): {', '.join(sorted(unknown))}")
     rows = opts.rows or shapes.DEFAULT_ROWS

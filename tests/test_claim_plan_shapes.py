@@ -5,7 +5,7 @@ shapes in bytes that is about a buffer per fitting task of the boundary
 bucket. On queues_bytes (bytes over 100 queues) it is a share per queue.
 One shape is a known miss (UNBOUNDED), run as a strict xfail.
 
-The shapes are the benchmark's own (bench/shapes.py): many distinct sizes,
+The shapes are the benchmark's own (bench/shape_catalog.py): many distinct sizes,
 many distinct priorities, both, sizes rising or falling with id, tasks just
 above what is available, a few huge levels, half-full pools, order="max",
 1,000 queues claimed from all at once, a list of 20 of 40 queues or of 200 of 1,000.
@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bench.shapes import NAIVE_DONE, POOLS, SEED, SHAPES, Shape
+from bench.shape_catalog import NAIVE_DONE, POOLS, SEED, SHAPES, Shape
 from taskqueue.testing.database import Server, fresh_database
 
 pytestmark = pytest.mark.slow
