@@ -47,18 +47,24 @@ def ceiling_table(result: dict[str, Any]) -> str:
 
 
 def record_table(result: dict[str, Any]) -> str:
-    """The compact table of a run of record: both ratios, the growth, and ours against the by-id ceiling."""
+    """The compact table of a run of record: both ratios, both growths, and ours against the by-id ceiling.
+
+    "met" is the benchmark's flag (both ratios and the single claim's p99
+    growth); the claim of 100's growth is judged in its own column.
+    """
     lines = [
-        "| shape | ratio x1 | ratio x8 | goal | p99 growth | claim_many p99/task at 1M | "
+        "| shape | ratio x1 | ratio x8 | goal | p99 growth | claim_many p99/task growth (at 1M) | "
         "ours / by id (x1 / x8) | by id / naive (x1 / x8) | met |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in result["shapes"]:
         one, many = s["x1"], s[f"x{result['clients']}"]
         ceiling = " / ".join(f"{common.ratio(x['by_id_per_s'], x['naive_per_s']):,.2f}×" for x in (one, many))
+        batch_ok = s.get("batch_met", s["batch_p99_growth"] <= 1.5)
         lines.append(
             f"| {s['shape']} | {one['ratio']:,.2f}× | {many['ratio']:,.2f}× | ≥ {s['target_ratio']:g}× | "
-            f"{s['p99_growth']:.2f}× | {s['batch_p99_ms_per_task']['big']:.2f} ms | "
+            f"{s['p99_growth']:.2f}× | {s['batch_p99_growth']:.2f}×{'' if batch_ok else ' (over 1.5×)'} "
+            f"({s['batch_p99_ms_per_task']['big']:.2f} ms) | "
             f"{one['of_ceiling']:.2f} / {many['of_ceiling']:.2f} | {ceiling} | {'yes' if s['met'] else 'no'} |"
         )
     return "\n".join(lines)

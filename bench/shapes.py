@@ -255,6 +255,9 @@ def measure(dsn: str, shape: Shape, rows: int, seconds: float) -> dict[str, Any]
     target = 100.0 if shape.hard else 0.8
     out["target_ratio"] = target
     out["met"] = all(out[f"x{c}"]["ratio"] >= target for c in (1, CLIENTS)) and out["p99_growth"] <= 1.5
+    # The issue holds claim_many(limit=100) to the same bounds per task: its growth is judged apart, so
+    # that "met" stays comparable with the runs recorded before this flag.
+    out["batch_met"] = out["batch_p99_growth"] <= 1.5
     return out
 
 
