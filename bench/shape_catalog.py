@@ -171,6 +171,11 @@ SHAPES = [
           "the newest 1% fit", "0", FALLING, 10_000, hard=True, queues=40, listed=20),
     Shape("listed_bytes", "40 queues, a consumer lists 20; bytes_boundary spread over them",
           "g", BYTES, 1_000_000_000, hard=True, queues=40, listed=20),
+    # Found by the second random draw (random_shapes --seed 2, r27): dense and descending over one queue,
+    # with a few tasks a priority, so the look over one priority runs dry at every claim.
+    Shape("epoch_rising_max", "order=max; one queue; priorities are epoch seconds of one day (86,400 "
+          "distinct, in no order of id); required rises with id; 90% fit",
+          "1700000000 + (g * 7919) %% 86400", "1 + g * 1000000 / n", 900_001, order="max"),
 ]
 
 SEED = """
