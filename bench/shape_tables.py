@@ -2,48 +2,53 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from . import common
 
 
+def _markdown(header: list[str], rows: Iterable[list[str]]) -> str:
+    """A markdown table: one header row, a rule, then a row per list of cells."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _ceiling(x: dict[str, Any]) -> str:
+    """By id against naive: the highest ratio any claim making the same two writes could reach."""
+    return f"{common.ratio(x['by_id_per_s'], x['naive_per_s']):,.2f}×"
+
+
 def table(result: dict[str, Any]) -> str:
     """The markdown table of docs/performance.md, from a ``shapes`` result."""
-    lines = [
-        "| shape | what | naive x1 | ours x1 | ratio x1 | naive x8 | ours x8 | ratio x8 | goal | "
-        "p99 10k → 1M | growth | claim_many p99/task 10k → 1M | met |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["shape", "what", "naive x1", "ours x1", "ratio x1", "naive x8", "ours x8", "ratio x8", "goal",
+              "p99 10k → 1M", "growth", "claim_many p99/task 10k → 1M", "met"]
+    rows = []
     for s in result["shapes"]:
         one, eight = s["x1"], s[f"x{result['clients']}"]
-        lines.append(
-            f"| {s['shape']} | {s['what']} | {one['naive_per_s']:,.1f}/s | {one['ours_per_s']:,.1f}/s | "
-            f"{one['ratio']:,.2f}× | {eight['naive_per_s']:,.1f}/s | {eight['ours_per_s']:,.1f}/s | "
-            f"{eight['ratio']:,.2f}× | ≥ {s['target_ratio']:g}× | "
-            f"{s['p99_ms']['small']:.2f} → {s['p99_ms']['big']:.2f} ms | {s['p99_growth']:.2f}× | "
-            f"{s['batch_p99_ms_per_task']['small']:.3f} → {s['batch_p99_ms_per_task']['big']:.3f} ms | "
-            f"{'yes' if s['met'] else 'no'} |"
-        )
-    return "\n".join(lines)
+        batch = s["batch_p99_ms_per_task"]
+        rows.append([s["shape"], s["what"], f"{one['naive_per_s']:,.1f}/s", f"{one['ours_per_s']:,.1f}/s",
+                     f"{one['ratio']:,.2f}×", f"{eight['naive_per_s']:,.1f}/s", f"{eight['ours_per_s']:,.1f}/s",
+                     f"{eight['ratio']:,.2f}×", f"≥ {s['target_ratio']:g}×",
+                     f"{s['p99_ms']['small']:.2f} → {s['p99_ms']['big']:.2f} ms", f"{s['p99_growth']:.2f}×",
+                     f"{batch['small']:.3f} → {batch['big']:.3f} ms", "yes" if s["met"] else "no"])
+    return _markdown(header, rows)
 
 
 def ceiling_table(result: dict[str, Any]) -> str:
     """Ours against the by-id ceiling: the highest ratio to naive any claim could reach on this server."""
-    lines = [
-        "| shape | by id x1 | ours / by id x1 | by id / naive x1 | by id x8 | ours / by id x8 | by id / naive x8 |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    header = ["shape", "by id x1", "ours / by id x1", "by id / naive x1", "by id x8", "ours / by id x8",
+              "by id / naive x8"]
+    rows = []
     for s in result["shapes"]:
         cells = [s["shape"]]
         for c in (1, result["clients"]):
             x = s[f"x{c}"]
-            if "by_id_per_s" not in x:
-                cells += ["–", "–", "–"]
-                continue
-            cells += [f"{x['by_id_per_s']:,.1f}/s", f"{x['of_ceiling']:.2f}",
-                      f"{common.ratio(x['by_id_per_s'], x['naive_per_s']):,.2f}×"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            cells += ([f"{x['by_id_per_s']:,.1f}/s", f"{x['of_ceiling']:.2f}", _ceiling(x)]
+                      if "by_id_per_s" in x else ["–", "–", "–"])
+        rows.append(cells)
+    return _markdown(header, rows)
 
 
 def record_table(result: dict[str, Any]) -> str:
@@ -52,19 +57,16 @@ def record_table(result: dict[str, Any]) -> str:
     "met" is the benchmark's flag (both ratios and the single claim's p99
     growth); the claim of 100's growth is judged in its own column.
     """
-    lines = [
-        "| shape | ratio x1 | ratio x8 | goal | p99 growth | claim_many p99/task growth (at 1M) | "
-        "ours / by id (x1 / x8) | by id / naive (x1 / x8) | met |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["shape", "ratio x1", "ratio x8", "goal", "p99 growth", "claim_many p99/task growth (at 1M)",
+              "ours / by id (x1 / x8)", "by id / naive (x1 / x8)", "met"]
+    rows = []
     for s in result["shapes"]:
         one, many = s["x1"], s[f"x{result['clients']}"]
-        ceiling = " / ".join(f"{common.ratio(x['by_id_per_s'], x['naive_per_s']):,.2f}×" for x in (one, many))
         batch_ok = s.get("batch_met", s["batch_p99_growth"] <= 1.5)
-        lines.append(
-            f"| {s['shape']} | {one['ratio']:,.2f}× | {many['ratio']:,.2f}× | ≥ {s['target_ratio']:g}× | "
-            f"{s['p99_growth']:.2f}× | {s['batch_p99_growth']:.2f}×{'' if batch_ok else ' (over 1.5×)'} "
-            f"({s['batch_p99_ms_per_task']['big']:.2f} ms) | "
-            f"{one['of_ceiling']:.2f} / {many['of_ceiling']:.2f} | {ceiling} | {'yes' if s['met'] else 'no'} |"
-        )
-    return "\n".join(lines)
+        rows.append([s["shape"], f"{one['ratio']:,.2f}×", f"{many['ratio']:,.2f}×", f"≥ {s['target_ratio']:g}×",
+                     f"{s['p99_growth']:.2f}×",
+                     f"{s['batch_p99_growth']:.2f}×{'' if batch_ok else ' (over 1.5×)'} "
+                     f"({s['batch_p99_ms_per_task']['big']:.2f} ms)",
+                     f"{one['of_ceiling']:.2f} / {many['of_ceiling']:.2f}",
+                     f"{_ceiling(one)} / {_ceiling(many)}", "yes" if s["met"] else "no"])
+    return _markdown(header, rows)
