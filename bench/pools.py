@@ -171,9 +171,9 @@ def seed_big(dsn: str, rows: int, pooled: bool, naive: bool, layout: str) -> Non
 
 
 def _naive_big(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
-    from .shapes import connect as _connect
+    from .shapes import connect
 
-    conn = _connect(args)
+    conn = connect(args)
     stop = common.ready(counter, sync)
     n = 0
     released: list[float] = []

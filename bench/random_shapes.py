@@ -72,7 +72,7 @@ def draw(rng: random.Random, index: int) -> tuple[Shape, float]:
     name = (f"r{index}_{priority}_{size}_{share:g}_{order}{'_pools' if pools else ''}"
             f"{f'_q{queues}' if queues > 1 else ''}{f'l{listed}' if listed else ''}")
     shape = Shape(name, name, PRIORITIES[priority], SIZES[size], 1, order=order, pools=pools, queues=queues,
-                    listed=listed)
+                  listed=listed)
     return shape, share
 
 
