@@ -137,12 +137,12 @@ def test_a_descending_claim_over_many_queues_walks_a_pile_before_it_asks_each_qu
 
 def test_one_queue_with_claimable_tasks_keeps_its_own_descending_claim(dsn: str) -> None:
     """Other queues hold only running tasks: the claim goes on as that queue's
-    (its dry-window hint, 'desc:' and the queue), as when it was listed."""
+    (its dry-look hint, 'desc:' and the queue), as when it was listed."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         conn.execute(
             "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
-            "SELECT 'only', '{}'::jsonb, 5, CASE WHEN g <= 300 THEN 600000 + g ELSE 1 + (g * 7919) % 1000000 END, "
+            "SELECT 'only', '{}'::jsonb, 5, CASE WHEN g <= 1000 THEN 600000 + g ELSE 1 + (g * 7919) % 1000000 END, "
             "'queued', 3 FROM generate_series(1, 3000) g")
         conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts, worker, "
                       "lease_token, lease_seconds, lease_expires_at, started_at, attempts) "

@@ -1,9 +1,10 @@
-"""One task in descending order over one queue remembers a dry window (claim_tasks v14).
+"""One task in descending order over one queue remembers a dry look (claim_tasks v14, v34).
 
-order="max" has no look: its first window reads 64 rows through a cursor,
-then asks the buckets. Over a pile of tasks too big at the head, every claim
-paid that window first. A first window that read all it may and found no row
-that fits now sets the session's hint, as the ascending look does.
+Over a pile of tasks too big at the head, every claim paid its first read
+(a window before version 34, the look since) before the buckets. One that
+read all it may and found no row that fits sets the session's hint, as the
+ascending look does, and the next 15 claims of no larger an amount ask the
+buckets at once.
 """
 
 from __future__ import annotations
@@ -41,14 +42,15 @@ def _claim(conn: psycopg.Connection, available: int | None) -> int:
     return int(row[0])
 
 
-def test_a_session_that_saw_a_dry_descending_window_asks_the_buckets_at_once(dsn: str) -> None:
-    """The first claim's window reads 64 rows too big: learnt. The next 15
-    claims of no larger an amount skip the window, each still the naive
-    query's task (one enqueued at a better priority too); the 16th reads the
-    window again; a claim whose window meets a fit clears the hint."""
+def test_a_session_that_saw_a_dry_descending_look_asks_the_buckets_at_once(dsn: str) -> None:
+    """The first claim's look reads its budget (32 rows a class: 608 for
+    500,000) and every row is too big: learnt. The next 15 claims of no
+    larger an amount skip the look, each still the naive query's task (one
+    enqueued at a better priority too); the 16th looks again; a claim whose
+    look meets a fit clears the hint."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
-        _seed(conn, 300)
+        _seed(conn, 1000)
         assert _hint(conn) == ""
         expected = _first_fit(conn, 500000)
         assert _claim(conn, 500000) == expected
@@ -61,10 +63,10 @@ def test_a_session_that_saw_a_dry_descending_window_asks_the_buckets_at_once(dsn
             assert _claim(conn, 400000) == expected
             assert _hint(conn) == f"500000:{n}:{KEY}"
         expected = _first_fit(conn, 500000)
-        assert _claim(conn, 500000) == expected  # the 16th reads the window: still a pile, learnt again
+        assert _claim(conn, 500000) == expected  # the 16th looks: still a pile, learnt again
         assert _hint(conn) == f"500000:0:{KEY}"
         expected = _first_fit(conn, 700000)
-        assert _claim(conn, 700000) == expected  # the pile fits now: the window takes its first row
+        assert _claim(conn, 700000) == expected  # the pile fits now: the look takes its first row
         assert _hint(conn) == ""
         # Ascending claims keep their own key: a descending hint is not theirs.
         conn.execute("SELECT set_config('taskqueue.dry_look', %s, false)", (f"500000:3:{KEY}",))
@@ -74,7 +76,7 @@ def test_a_session_that_saw_a_dry_descending_window_asks_the_buckets_at_once(dsn
 
 
 def test_fits_locked_by_others_are_not_a_pile(dsn: str) -> None:
-    """The first 64 rows fit but another transaction holds them: the window
+    """The first 64 rows fit but another transaction holds them: the look
     takes none, and the claim goes on to the 65th, but no hint is learnt."""
     with psycopg.connect(dsn, autocommit=True) as conn, psycopg.connect(dsn) as other:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
@@ -89,14 +91,15 @@ def test_fits_locked_by_others_are_not_a_pile(dsn: str) -> None:
 
 
 def test_descending_claims_under_the_hint_stay_exact(dsn: str) -> None:
-    """300 claims of varied amounts over ten priorities with a pile of tasks
-    too big at the head of each: every one the naive query's task."""
+    """300 claims of varied amounts over ten priorities with a pile of 1,000
+    tasks too big at the head of each (longer than any look's budget): every
+    one the naive query's task."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         conn.execute(
             "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
-            "SELECT 'default', '{}'::jsonb, g % 10, CASE WHEN g <= 2000 THEN 900000 + g ELSE 1 + (g * 7919) % 1000000 END, "
-            "'queued', 3 FROM generate_series(1, 8000) g")
+            "SELECT 'default', '{}'::jsonb, g % 10, CASE WHEN g <= 10000 THEN 900000 + g ELSE 1 + (g * 7919) % 1000000 END, "
+            "'queued', 3 FROM generate_series(1, 16000) g")
         conn.execute("VACUUM ANALYZE tasks")
         learnt = 0
         for n in range(300):
