@@ -1,6 +1,6 @@
 """How often step K runs when 8 consumers race for the same tasks (issue #9, migration 0047).
 
-Step K (claim_tasks v33) walks past fits that other transactions hold, once
+Step K (claim_tasks v33 and later) walks past fits that other transactions hold, once
 a claim has lost 8 of them. A claim among consumers that only hold rows for
 a claim + complete rarely loses that many, so K should not change the
 shapes' figures. This scenario checks that by counting: each chosen shape
@@ -27,10 +27,11 @@ MARK = "                -- K (version 33). Fits keep turning out locked by other
 
 
 def counting_claim() -> str:
-    """The shipped claim_tasks with a sequence bumped where step K starts (its first comment line)."""
+    """The newest shipped claim_tasks with a sequence bumped where step K starts (its first comment line)."""
     from taskqueue.migrate import functions_dir
 
-    src = (functions_dir() / "claim_tasks.v33.sql").read_text()
+    newest = max(functions_dir().glob("claim_tasks.v*.sql"), key=lambda f: int(f.stem.rsplit(".v", 1)[1]))
+    src = newest.read_text()
     if src.count(MARK) != 1:
         raise RuntimeError("k_walks: step K's first line is not where this scenario expects it")
     return src.replace(MARK, "                PERFORM nextval('k_walks');\n" + MARK)
