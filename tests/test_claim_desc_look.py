@@ -129,3 +129,24 @@ def test_single_descending_claims_behind_spread_piles_match_the_reference(tq: Ta
         while held and rng.random() < 0.6:
             tq.complete(held.pop())
     assert tq.check().ok
+
+
+@pytest.mark.parametrize("fit_below", [True, False])
+def test_a_priority_longer_than_every_chunk_is_not_the_end_of_the_queue(dsn: str, fit_below: bool) -> None:
+    """Three tasks too big at priority 9, then 2,000 too big at priority 5,
+    longer than the last chunk (512): no chunk holds a whole priority, so the
+    look has read only priority 9, and must not take that for the end of the
+    queue. A fit at priority 1 is found; with none, the claim is empty."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+                     "SELECT 'default', '{}'::jsonb, CASE WHEN g <= 3 THEN 9 ELSE 5 END, 900000, 'queued', 3 "
+                     "FROM generate_series(1, 2003) g")
+        if fit_below:
+            conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+                         "VALUES ('default', '{}', 1, 10, 'queued', 3)")
+        conn.execute("VACUUM ANALYZE tasks")
+        expected = _first_fits(conn, 500_000, 1)
+        got = conn.execute("SELECT id FROM claim_tasks(500000, 1, ARRAY['default'], 'w', 60, true)").fetchall()
+    assert [r[0] for r in got] == expected
+    assert len(expected) == (1 if fit_below else 0)

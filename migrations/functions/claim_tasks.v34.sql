@@ -1130,7 +1130,9 @@ BEGIN
                     -- rows in claim order. A dry look's last key: the
                     -- budget's last row, or the last row read when lower
                     -- priorities remain (a chunk cut one off), else the
-                    -- order ended.
+                    -- order ended: read again by the keys only, the first
+                    -- two parts from the index alone and the chunks from
+                    -- their CTEs, so a dry look reads its rows once.
                     WITH g AS (
                         SELECT s.priority FROM tasks s
                          WHERE s.state = 'queued' AND NOT s.parked AND s.queue = v_queues[1]
@@ -1192,38 +1194,38 @@ BEGIN
                                                             AND s.priority < (-max(e.k1))::integer)
                                             THEN max(ARRAY[e.k1, e.id]) END
                                   FROM (SELECT z.* FROM (
-                                           (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool FROM tasks t
+                                           (SELECT t.id, -t.priority::bigint AS k1 FROM tasks t
                                              WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1]
                                                AND (t.priority, t.id) > ((-v_lk)::integer, v_lid)
                                                AND t.priority <= (-v_lk)::integer
                                              ORDER BY t.priority, t.id LIMIT v_look)
                                            UNION ALL
-                                           (SELECT t.id, -t.priority::bigint, t.required, t.pool
+                                           (SELECT t.id, -t.priority::bigint
                                               FROM g CROSS JOIN LATERAL (
-                                                   SELECT t.* FROM tasks t
+                                                   SELECT t.id, t.priority FROM tasks t
                                                     WHERE t.state = 'queued' AND NOT t.parked AND t.queue = v_queues[1]
                                                       AND t.priority >= g.priority AND t.priority <= g.priority
                                                     ORDER BY t.priority, t.id LIMIT v_look) t)
                                            UNION ALL
-                                           (SELECT c1.id, c1.k1, c1.required, c1.pool FROM c1
+                                           (SELECT c1.id, c1.k1 FROM c1
                                              WHERE c1.n < 8 OR c1.p > c1.low ORDER BY c1.k1, c1.id)
                                            UNION ALL
-                                           (SELECT c2.id, c2.k1, c2.required, c2.pool FROM c2
+                                           (SELECT c2.id, c2.k1 FROM c2
                                              WHERE c2.n < 16 OR c2.p > c2.low ORDER BY c2.k1, c2.id)
                                            UNION ALL
-                                           (SELECT c3.id, c3.k1, c3.required, c3.pool FROM c3
+                                           (SELECT c3.id, c3.k1 FROM c3
                                              WHERE c3.n < 32 OR c3.p > c3.low ORDER BY c3.k1, c3.id)
                                            UNION ALL
-                                           (SELECT c4.id, c4.k1, c4.required, c4.pool FROM c4
+                                           (SELECT c4.id, c4.k1 FROM c4
                                              WHERE c4.n < 64 OR c4.p > c4.low ORDER BY c4.k1, c4.id)
                                            UNION ALL
-                                           (SELECT c5.id, c5.k1, c5.required, c5.pool FROM c5
+                                           (SELECT c5.id, c5.k1 FROM c5
                                              WHERE c5.n < 128 OR c5.p > c5.low ORDER BY c5.k1, c5.id)
                                            UNION ALL
-                                           (SELECT c6.id, c6.k1, c6.required, c6.pool FROM c6
+                                           (SELECT c6.id, c6.k1 FROM c6
                                              WHERE c6.n < 256 OR c6.p > c6.low ORDER BY c6.k1, c6.id)
                                            UNION ALL
-                                           (SELECT c7.id, c7.k1, c7.required, c7.pool FROM c7
+                                           (SELECT c7.id, c7.k1 FROM c7
                                              WHERE c7.n < 512 OR c7.p > c7.low ORDER BY c7.k1, c7.id)) z
                                          LIMIT v_look) e) END
                       INTO v_cands, v_nfit, v_hk, v_hid, v_pk, v_pid, v_fulls, v_fpools, v_end_key
