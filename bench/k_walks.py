@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import common, shapes
+from .instructions import newest_claim_tasks
 from .shape_catalog import SHAPES
 
 SCHEMA = "bench_k_walks"
@@ -28,10 +29,7 @@ MARK = "                -- K (version 33). Fits keep turning out locked by other
 
 def counting_claim() -> str:
     """The newest shipped claim_tasks with a sequence bumped where step K starts (its first comment line)."""
-    from taskqueue.migrate import functions_dir
-
-    newest = max(functions_dir().glob("claim_tasks.v*.sql"), key=lambda f: int(f.stem.rsplit(".v", 1)[1]))
-    src = newest.read_text()
+    src = newest_claim_tasks().read_text()
     if src.count(MARK) != 1:
         raise RuntimeError("k_walks: step K's first line is not where this scenario expects it")
     return src.replace(MARK, "                PERFORM nextval('k_walks');\n" + MARK)
