@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from taskqueue import TaskQueue
-from tests.test_claim_exact import reference, snapshot
+from tests.test_claim_exact import single_claims_match_the_reference
 from tests.test_claim_plan import _calls_in_transaction, explain
 
 pytestmark = pytest.mark.slow
@@ -111,24 +111,9 @@ def test_single_descending_claims_behind_spread_piles_match_the_reference(tq: Ta
     tq.enqueue_many(specs)
     tq.set_pool_limit("p0", 0)
     tq.set_pool_limit("p1", 3)
-    held = []
-    for step in range(40):
-        rows, pools = snapshot(dsn)
-        available = rng.choice((16, 300_000, 590_000, None))
-        fits = [r for r in sorted(rows, key=lambda r: (-r.priority, r.id))
-                if (available is None or r.required <= available) and r.queue == "a"][:30]
-        locked = {r.id for r in fits if rng.random() < 0.2}
-        expected = reference(rows, pools, available, 1, ["a"], "max", locked)
-        with psycopg.connect(dsn) as other:
-            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
-            got = tq.claim(available=available, queues=["a"], order="max")
-        assert ([got.id] if got else []) == expected, f"step {step}: available={available} locked={sorted(locked)}"
-        if got is not None:
-            held.append(got)
-        rng.shuffle(held)
-        while held and rng.random() < 0.6:
-            tq.complete(held.pop())
-    assert tq.check().ok
+    single_claims_match_the_reference(
+        tq, dsn, rng, lambda: rng.choice((16, 300_000, 590_000, None)), lambda: ["a"], "max",
+        lock_among=30, lock_share=0.2)
 
 
 @pytest.mark.parametrize("fit_below", [True, False])

@@ -362,20 +362,35 @@ def test_single_claim_behind_a_pile_matches_the_reference(tq: TaskQueue, dsn: st
     tq.enqueue_many(specs)
     tq.set_pool_limit("p0", 0)
     tq.set_pool_limit("p1", 3)
+    single_claims_match_the_reference(
+        tq, dsn, rng, lambda: rng.choice((16, 50, 500_000)), lambda: rng.choice((None, ["a"], ["a", "b"])),
+        "min", lock_among=40, lock_share=0.4, label=f"pile={pile}")
+
+
+def single_claims_match_the_reference(
+    tq: TaskQueue, dsn: str, rng: random.Random, amount: Callable[[], int | None],
+    queues: Callable[[], list[str] | None], order: str, lock_among: int, lock_share: float,
+    steps: int = 40, label: str = "",
+) -> None:
+    """``steps`` single claims of ``amount()`` over ``queues()`` in ``order``,
+    each with a ``lock_share`` of the first ``lock_among`` fits in its order
+    locked elsewhere: each as the reference says. Claimed tasks complete now
+    and then, which frees pool slots."""
+    sign = 1 if order == "min" else -1
     held = []
-    for step in range(40):
+    for step in range(steps):
         rows, pools = snapshot(dsn)
-        available = rng.choice((16, 50, 500_000))
-        queues = rng.choice((None, ["a"], ["a", "b"]))
-        fits = [r for r in sorted(rows, key=lambda r: (r.priority, r.id))
-                if r.required <= available and (queues is None or r.queue in queues)][:40]
-        locked = {r.id for r in fits if rng.random() < 0.4}
-        expected = reference(rows, pools, available, 1, queues, "min", locked)
+        available, listed = amount(), queues()
+        fits = [r for r in sorted(rows, key=lambda r: (sign * r.priority, r.id))
+                if (available is None or r.required <= available)
+                and (listed is None or r.queue in listed)][:lock_among]
+        locked = {r.id for r in fits if rng.random() < lock_share}
+        expected = reference(rows, pools, available, 1, listed, order, locked)
         with psycopg.connect(dsn) as other:
             other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
-            got = tq.claim(available=available, queues=queues)
+            got = tq.claim(available=available, queues=listed, order=order)  # type: ignore[arg-type]
         assert ([got.id] if got else []) == expected, (
-            f"step {step}: pile={pile} available={available} queues={queues} locked={sorted(locked)}")
+            f"step {step}: {label} available={available} queues={listed} locked={sorted(locked)}")
         if got is not None:
             held.append(got)
         rng.shuffle(held)
