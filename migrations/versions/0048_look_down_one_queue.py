@@ -9,10 +9,11 @@ of the current one and the next) and then asked the buckets. Where each
 priority holds a few tasks and those too big pile up at the head, every
 claim fell to fit_candidate: priorities that are epoch seconds, 2-3 tasks
 each, sizes rising with id, 90% fitting, ran at 0.56x the naive query.
-The look reads claim order (priority DESC, id) from ix_tasks_claim in four
-parts: the rest of the current priority, the next one, then rows read
-backwards whose whole priorities are sorted into claim order, within the
-budget the ascending look has (32 rows a class).
+The look reads claim order (priority DESC, id) from ix_tasks_claim: the
+rest of the current priority and the next one (a statement of its own),
+then chunks read backwards, 8 rows doubling to 512, whose whole priorities
+are sorted into claim order, within the budget the ascending look has (32
+rows a class).
 
 Only the function changes; no table or index does.
 """
