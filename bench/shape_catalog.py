@@ -176,6 +176,10 @@ SHAPES = [
     Shape("epoch_rising_max", "order=max; one queue; priorities are epoch seconds of one day (86,400 "
           "distinct, in no order of id); required rises with id; 90% fit",
           "1700000000 + (g * 7919) %% 86400", "1 + g * 1000000 / n", 900_001, order="max"),
+    # Found by the same draw on claim_tasks v34 (r12): every task its own priority, in no order of id, half
+    # fitting, descending. The tasks too big pile up at the head, one more a claim, spread over priorities.
+    Shape("shuffled_rising_max", "order=max; one queue; every task its own priority, in no order of id; "
+          "required rises with id; half fit", "(g * 7919) %% n", "1 + g * 1000000 / n", 500_001, order="max"),
 ]
 
 SEED = """
