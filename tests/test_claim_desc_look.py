@@ -29,11 +29,33 @@ EPOCH_RISING = (
     "FROM generate_series(1, %(n)s) g"
 )
 
+# Every task its own priority, in no order of id; sizes rise with id, so half fit 500,001 (shuffled_rising_max).
+SHUFFLED_RISING = (
+    "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+    "SELECT 'default', '{}'::jsonb, (g * 7919) %% %(n)s, 1 + g * 1000000 / %(n)s, 'queued', 3 "
+    "FROM generate_series(1::bigint, %(n)s) g"
+)
+
 
 def _first_fits(conn: psycopg.Connection, available: int, count: int) -> list[int]:
     return [r[0] for r in conn.execute(
         "SELECT id FROM tasks WHERE state = 'queued' AND required <= %s ORDER BY priority DESC, id LIMIT %s",
         (available, count)).fetchall()]
+
+
+def _pile_at_the_head(dsn: str, conn: psycopg.Connection, insert: str, params: dict[str, int], pile: int,
+                      available: int) -> list[int]:
+    """Seed with ``insert``, make the best ``pile`` tasks in claim order too big, vacuum: the reference's first fit."""
+    conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+    conn.execute(insert, params)
+    conn.execute("UPDATE tasks SET required = 950000 WHERE id IN "
+                 "(SELECT id FROM tasks ORDER BY priority DESC, id LIMIT %s)", (pile,))
+    conn.commit()
+    with psycopg.connect(dsn, autocommit=True) as vac:
+        vac.execute("VACUUM ANALYZE taskqueue.tasks")
+    first = _first_fits(conn, available, 1)
+    conn.rollback()
+    return first
 
 
 def test_a_pile_spread_over_many_priorities_is_read_without_the_buckets(dsn: str) -> None:
@@ -42,16 +64,7 @@ def test_a_pile_spread_over_many_priorities_is_read_without_the_buckets(dsn: str
     the pile holds and no more (buffers bounded), and never calls
     fit_candidate. Version 33 called it on every such claim."""
     with psycopg.connect(dsn) as conn:
-        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
-        conn.execute(EPOCH_RISING, {"n": 200_000})
-        # The pile: the 300 best tasks in claim order made too big.
-        conn.execute("UPDATE tasks SET required = 950000 WHERE id IN "
-                     "(SELECT id FROM tasks ORDER BY priority DESC, id LIMIT 300)")
-        conn.commit()
-        with psycopg.connect(dsn, autocommit=True) as vac:
-            vac.execute("VACUUM ANALYZE taskqueue.tasks")
-        first = _first_fits(conn, 900_001, 1)
-        conn.rollback()
+        first = _pile_at_the_head(dsn, conn, EPOCH_RISING, {"n": 200_000}, 300, 900_001)
         sql = "SELECT * FROM claim_tasks(900001, 1, ARRAY['default'], 'w', 60, true)"
         explain(conn, sql)
         buffers, _ = explain(conn, sql)
@@ -144,18 +157,7 @@ def test_the_walk_reads_a_pile_once(dsn: str) -> None:
     first statement's few rows. Version 34 read chunks doubling past the
     pile (573 buffers against the walk's 413; version 35: 459)."""
     with psycopg.connect(dsn) as conn:
-        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
-        conn.execute(
-            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
-            "SELECT 'default', '{}'::jsonb, (g * 7919) % 200000, 1 + g * 1000000 / 200000, 'queued', 3 "
-            "FROM generate_series(1::bigint, 200000) g")
-        conn.execute("UPDATE tasks SET required = 950000 WHERE id IN "
-                     "(SELECT id FROM tasks ORDER BY priority DESC, id LIMIT 400)")
-        conn.commit()
-        with psycopg.connect(dsn, autocommit=True) as vac:
-            vac.execute("VACUUM ANALYZE taskqueue.tasks")
-        first = _first_fits(conn, 500_001, 1)
-        conn.rollback()
+        first = _pile_at_the_head(dsn, conn, SHUFFLED_RISING, {"n": 200_000}, 400, 500_001)
         sql = "SELECT * FROM claim_tasks(500001, 1, ARRAY['default'], 'w', 60, true)"
         walk = ("SELECT id FROM tasks WHERE queue = 'default' AND state = 'queued' AND NOT parked "
                 "AND required <= 500001 ORDER BY priority DESC, id DESC LIMIT 1")
