@@ -22,7 +22,7 @@ import pytest
 
 from taskqueue import TaskQueue
 from tests.test_claim_exact import reference, snapshot
-from tests.test_claim_plan import third_run
+from tests.test_claim_plan import _calls_in_transaction, third_run
 
 QUEUES = [f"q{i:02d}" for i in range(40)]
 LISTED = QUEUES[:20]
@@ -53,7 +53,7 @@ def test_descending_claims_over_a_list_match_the_reference(tq: TaskQueue, dsn: s
     held = []
     for step in range(30):
         rows, pools = snapshot(dsn)
-        available = rng.choice((None, 16, 50, 500_000, 500_000))
+        available = rng.choice((None, 1, 9, 15, 16, 50, 500_000, 500_000))
         queues = rng.choice((LISTED, LISTED, QUEUES[15:17], QUEUES[:39]))
         fits = [r for r in sorted(rows, key=lambda r: (-r.priority, r.id))
                 if (available is None or r.required <= available) and r.queue in queues][:30]
@@ -97,3 +97,22 @@ def test_a_descending_claim_over_a_list_reads_the_head_once(dsn: str) -> None:
     assert expected is not None and got == [expected[0]]
     assert rows == 1
     assert buffers < 120, f"{buffers} buffers for a descending claim over a list of 20 queues"
+
+
+def test_a_small_descending_claim_over_a_list_reads_the_head_once(dsn: str) -> None:
+    """Below 16 available (9 here) too, the claim reads the head of the order
+    over every queue, and asks no bucket: before version 36 each such claim
+    asked fit_candidate, a probe per listed queue and level."""
+    with psycopg.connect(dsn) as conn:
+        _seed(conn, dsn)
+        listed = "ARRAY[" + ",".join(f"'{q}'" for q in LISTED) + "]"
+        expected = conn.execute(
+            f"SELECT id FROM tasks WHERE state = 'queued' AND required <= 9 AND queue = ANY ({listed}) "
+            "ORDER BY priority DESC, id LIMIT 1").fetchone()
+        sql = f"SELECT * FROM claim_tasks(9, 1, {listed}, 'w', 60, true)"
+        buffers, rows, got = third_run(conn, sql)
+        ids, calls = _calls_in_transaction(conn, sql.replace("*", "id"))
+    assert expected is not None and got == [expected[0]] and ids == got
+    assert rows == 1
+    assert "fit_candidate" not in calls, calls
+    assert buffers < 200, f"{buffers} buffers for a small descending claim over a list of 20 queues"
