@@ -83,36 +83,22 @@ def _seed(conn: psycopg.Connection, dsn: str) -> None:
         vac.execute("VACUUM ANALYZE taskqueue.tasks")
 
 
-def test_a_descending_claim_over_a_list_reads_the_head_once(dsn: str) -> None:
+@pytest.mark.parametrize(("available", "bound"), [(50, 120), (9, 200)])
+def test_a_descending_claim_over_a_list_reads_the_head_once(dsn: str, available: int, bound: int) -> None:
     """One claim over 20 of 40 queues reads the head of the order over every
-    queue: v21 merged a window of each of the 20 queues (1,000 buffers and more)."""
+    queue and asks no bucket: v21 merged a window of each of the 20 queues
+    (1,000 buffers and more). Below 16 available (9) too: before version 36
+    each such claim asked fit_candidate, a probe per listed queue and level."""
     with psycopg.connect(dsn) as conn:
         _seed(conn, dsn)
         listed = "ARRAY[" + ",".join(f"'{q}'" for q in LISTED) + "]"
         expected = conn.execute(
-            f"SELECT id FROM tasks WHERE state = 'queued' AND required <= 50 AND queue = ANY ({listed}) "
-            "ORDER BY priority DESC, id LIMIT 1").fetchone()
-        sql = f"SELECT * FROM claim_tasks(50, 1, {listed}, 'w', 60, true)"
-        buffers, rows, got = third_run(conn, sql)
-    assert expected is not None and got == [expected[0]]
-    assert rows == 1
-    assert buffers < 120, f"{buffers} buffers for a descending claim over a list of 20 queues"
-
-
-def test_a_small_descending_claim_over_a_list_reads_the_head_once(dsn: str) -> None:
-    """Below 16 available (9 here) too, the claim reads the head of the order
-    over every queue, and asks no bucket: before version 36 each such claim
-    asked fit_candidate, a probe per listed queue and level."""
-    with psycopg.connect(dsn) as conn:
-        _seed(conn, dsn)
-        listed = "ARRAY[" + ",".join(f"'{q}'" for q in LISTED) + "]"
-        expected = conn.execute(
-            f"SELECT id FROM tasks WHERE state = 'queued' AND required <= 9 AND queue = ANY ({listed}) "
-            "ORDER BY priority DESC, id LIMIT 1").fetchone()
-        sql = f"SELECT * FROM claim_tasks(9, 1, {listed}, 'w', 60, true)"
+            f"SELECT id FROM tasks WHERE state = 'queued' AND required <= %s AND queue = ANY ({listed}) "
+            "ORDER BY priority DESC, id LIMIT 1", (available,)).fetchone()
+        sql = f"SELECT * FROM claim_tasks({available}, 1, {listed}, 'w', 60, true)"
         buffers, rows, got = third_run(conn, sql)
         ids, calls = _calls_in_transaction(conn, sql.replace("*", "id"))
     assert expected is not None and got == [expected[0]] and ids == got
     assert rows == 1
     assert "fit_candidate" not in calls, calls
-    assert buffers < 200, f"{buffers} buffers for a small descending claim over a list of 20 queues"
+    assert buffers < bound, f"{buffers} buffers for a descending claim of {available} over a list of 20 queues"
