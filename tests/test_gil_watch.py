@@ -129,8 +129,11 @@ def test_a_worker_of_cpu_bound_handlers_on_eight_threads_is_told(
         _spin(0.002)
 
     watch = _drain(worker, tq, 600, caplog)  # 1.2 s of CPU
-    assert watch is not None and watch.of_process is not None and watch.of_process > 0.8, watch.of_process
-    assert len(_warnings(caplog)) == 1
+    assert watch is not None and watch.of_process is not None
+    told = _warnings(caplog)
+    assert len(told) == 1
+    # The window that told it (the last one, at the drain's tail, can fall below: it measured 0.79 once).
+    assert told[0].handler_share_of_process >= 0.8, told[0].handler_share_of_process
 
 
 def test_sleeping_handlers_and_the_inline_lane_are_not_told(
