@@ -132,9 +132,9 @@ def test_single_descending_claims_behind_spread_piles_match_the_reference(tq: Ta
 @pytest.mark.parametrize("fit_below", [True, False])
 def test_a_priority_longer_than_every_chunk_is_not_the_end_of_the_queue(dsn: str, fit_below: bool) -> None:
     """Three tasks too big at priority 9, then 2,000 too big at priority 5,
-    longer than the last chunk (512): no chunk holds a whole priority, so the
-    look has read only priority 9, and must not take that for the end of the
-    queue. A fit at priority 1 is found; with none, the claim is empty."""
+    longer than the look's budget (and than version 34's last chunk, 512):
+    the look ends inside priority 5 and must not take that for the end of
+    the queue. A fit at priority 1 is found; with none, the claim is empty."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
