@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from taskqueue import TaskQueue
-from tests.test_claim_exact import reference, snapshot
+from tests.test_claim_exact import single_claims_match_the_reference
 from tests.test_claim_plan import _calls_in_transaction, third_run
 
 QUEUES = [f"q{i:02d}" for i in range(40)]
@@ -50,25 +50,10 @@ def test_descending_claims_over_a_list_match_the_reference(tq: TaskQueue, dsn: s
     tq.enqueue_many(specs)
     tq.set_pool_limit("p0", 0)
     tq.set_pool_limit("p1", 3)
-    held = []
-    for step in range(30):
-        rows, pools = snapshot(dsn)
-        available = rng.choice((None, 1, 9, 15, 16, 50, 500_000, 500_000))
-        queues = rng.choice((LISTED, LISTED, QUEUES[15:17], QUEUES[:39]))
-        fits = [r for r in sorted(rows, key=lambda r: (-r.priority, r.id))
-                if (available is None or r.required <= available) and r.queue in queues][:30]
-        locked = {r.id for r in fits if rng.random() < 0.4}
-        expected = reference(rows, pools, available, 1, queues, "max", locked)
-        with psycopg.connect(dsn) as other:
-            other.execute("SELECT id FROM taskqueue.tasks WHERE id = ANY (%s) FOR UPDATE", (list(locked),))
-            got = tq.claim(available=available, queues=queues, order="max")
-        assert ([got.id] if got else []) == expected, (
-            f"step {step}: pile={pile} available={available} queues={len(queues)} locked={sorted(locked)}")
-        if got is not None:
-            held.append(got)
-        while held and rng.random() < 0.5:
-            tq.complete(held.pop())
-    assert tq.check().ok
+    single_claims_match_the_reference(
+        tq, dsn, rng, lambda: rng.choice((None, 1, 9, 15, 16, 50, 500_000, 500_000)),
+        lambda: rng.choice((LISTED, LISTED, QUEUES[15:17], QUEUES[:39])), "max",
+        lock_among=30, lock_share=0.4, steps=30, label=f"pile={pile}")
 
 
 def _seed(conn: psycopg.Connection, dsn: str) -> None:
