@@ -1,8 +1,9 @@
 """The shapes benchmark samples claim_many's growth in blocks, putting the claimed rows back between them.
 
-Its p99 per task came from 20 calls a side, the slowest of 20; 100 calls in
-blocks need the small backlog put back, or it runs out after its first
-hundred tasks and the small side stops sampling.
+Its p99 per task came from 20 calls a side, the slowest of 20. 100 calls
+of 100 tasks would take all 10,000 of the small backlog, so the calls come
+in blocks with the rows put back between them; a side that ran out would
+stop sampling.
 """
 
 from __future__ import annotations
