@@ -192,8 +192,9 @@ def claim_latency(dsn: str, schemas: tuple[str, str], shape: Shape, samples: int
         for tq in queues:
             tq.peek(available=1)
         done = [False, False]
+        block = max(1, samples // blocks)
         for sample in range(samples):
-            new_block = sample > 0 and blocks > 1 and sample % (samples // blocks) == 0
+            new_block = sample > 0 and blocks > 1 and sample % block == 0
             if new_block:
                 # Put back without a checkpoint, then one call a side untimed: the first writes after
                 # the put-back would otherwise land in every block's first sample.

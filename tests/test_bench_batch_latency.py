@@ -9,6 +9,7 @@ stop sampling.
 from __future__ import annotations
 
 import psycopg
+import psycopg.sql
 import pytest
 
 from bench import common, shape_catalog, shapes
@@ -32,7 +33,8 @@ def test_blocks_put_the_rows_back_so_every_call_is_sampled(dsn: str) -> None:
         shapes.seed(dsn, small, ONES, 2500)
         blocks = shapes.claim_latency(dsn, (small, big), ONES, 40, limit=100, blocks=4)
         with psycopg.connect(dsn) as conn:
-            left = conn.execute(f"SELECT count(*) FROM {small}.tasks WHERE state <> 'queued'").fetchone()
+            left = conn.execute(psycopg.sql.SQL("SELECT count(*) FROM {}.tasks WHERE state <> 'queued'").format(
+                psycopg.sql.Identifier(small))).fetchone()
     finally:
         common.drop_schema(dsn, small)
         common.drop_schema(dsn, big)
