@@ -80,9 +80,10 @@ def seed(dsn: str, schema: str, shape: Shape, rows: int) -> None:
     common.execute(dsn, schema, *statements)
 
 
-def reset(dsn: str, schema: str) -> None:
+def reset(dsn: str, schema: str, checkpoint: bool = True) -> None:
     """Claimed rows put back, and a checkpoint, so each phase starts with the same full-page writes ahead of it."""
-    common.execute(dsn, schema, RESET, "UPDATE pools SET running = 0", "VACUUM ANALYZE tasks", "CHECKPOINT")
+    common.execute(dsn, schema, RESET, "UPDATE pools SET running = 0", "VACUUM ANALYZE tasks",
+                   *(("CHECKPOINT",) if checkpoint else ()))
 
 
 def draw_available(shape: Shape, rng: random.Random) -> int:
@@ -199,7 +200,7 @@ def claim_latency(dsn: str, schemas: tuple[str, str], shape: Shape, samples: int
                 # Put back without a checkpoint, then one call a side untimed: the first writes after
                 # the put-back would otherwise land in every block's first sample.
                 for schema in schemas:
-                    common.execute(dsn, schema, RESET, "UPDATE pools SET running = 0", "VACUUM ANALYZE tasks")
+                    reset(dsn, schema, checkpoint=False)
                 done = [False, False]
             a = draw_available(shape, rng)
             for i, tq in enumerate(queues):
