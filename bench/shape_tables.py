@@ -51,22 +51,38 @@ def ceiling_table(result: dict[str, Any]) -> str:
     return _markdown(header, rows)
 
 
-def record_table(result: dict[str, Any]) -> str:
+def record_table(result: dict[str, Any], before: dict[str, Any] | None = None, before_name: str = "") -> str:
     """The compact table of a run of record: both ratios, both growths, and ours against the by-id ceiling.
 
     "met" is the benchmark's flag (both ratios and the single claim's p99
-    growth); the claim of 100's growth is judged in its own column.
+    growth); the claim of 100's growth is judged in its own column, with its
+    p50 beside it where the run sampled it (a p99 of few calls is one stall).
+    ``before``: an earlier run whose ratios and growth go in a last column,
+    so that each row says where its shape stood.
     """
     header = ["shape", "ratio x1", "ratio x8", "goal", "p99 growth", "claim_many p99/task growth (at 1M)",
-              "ours / by id (x1 / x8)", "by id / naive (x1 / x8)", "met"]
+              "claim_many p50 growth", "ours / by id (x1 / x8)", "by id / naive (x1 / x8)", "met"]
+    earlier = {s["shape"]: s for s in before["shapes"]} if before else {}
+    if before:
+        header.append(f"before ({before_name}: x1 / x8 / growth)")
     rows = []
     for s in result["shapes"]:
         one, many = s["x1"], s[f"x{result['clients']}"]
         batch_ok = s.get("batch_met", s["batch_p99_growth"] <= 1.5)
-        rows.append([s["shape"], f"{one['ratio']:,.2f}×", f"{many['ratio']:,.2f}×", f"≥ {s['target_ratio']:g}×",
-                     f"{s['p99_growth']:.2f}×",
-                     f"{s['batch_p99_growth']:.2f}×{'' if batch_ok else ' (over 1.5×)'} "
-                     f"({s['batch_p99_ms_per_task']['big']:.2f} ms)",
-                     f"{one['of_ceiling']:.2f} / {many['of_ceiling']:.2f}",
-                     f"{_ceiling(one)} / {_ceiling(many)}", "yes" if s["met"] else "no"])
+        p50 = s.get("batch_p50_growth")
+        row = [s["shape"], f"{one['ratio']:,.2f}×", f"{many['ratio']:,.2f}×", f"≥ {s['target_ratio']:g}×",
+               f"{s['p99_growth']:.2f}×",
+               f"{s['batch_p99_growth']:.2f}×{'' if batch_ok else ' (over 1.5×)'} "
+               f"({s['batch_p99_ms_per_task']['big']:.2f} ms)",
+               "–" if p50 is None else f"{p50:.2f}×",
+               f"{one['of_ceiling']:.2f} / {many['of_ceiling']:.2f}",
+               f"{_ceiling(one)} / {_ceiling(many)}", "yes" if s["met"] else "no"]
+        if before:
+            e = earlier.get(s["shape"])
+            if e is None:
+                row.append("–")
+            else:
+                then = e[f"x{before['clients']}"]["ratio"]
+                row.append(f"{e['x1']['ratio']:,.2f}× / {then:,.2f}× / {e['p99_growth']:.2f}×")
+        rows.append(row)
     return _markdown(header, rows)
