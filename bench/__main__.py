@@ -14,7 +14,8 @@ from . import common
 
 SCENARIOS = (
     "shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "async_api", "report",
-    "versions", "instructions", "stale", "due_burst", "gil_threads", "cpu_neighbour", "random_shapes", "locked_fits", "k_walks",
+    "versions", "instructions", "stale", "due_burst", "gil_threads", "cpu_neighbour", "random_shapes", "locked_fits",
+    "k_walks",
 )
 
 
