@@ -32,7 +32,7 @@ from typing import Any
 
 import psycopg
 
-from . import common
+from . import common, gil_threads
 from .drain_app import spin
 
 CONDITIONS = ("idle", "spin", "server")
@@ -91,18 +91,6 @@ class Neighbour:
             self._conn.close()
 
 
-def _timed_jobs(loops: int, seconds: float) -> dict[str, Any]:
-    """Jobs of ``loops`` loops on this thread for ``seconds``: each one's CPU time, on the thread's clock."""
-    took = []
-    stop = time.monotonic() + seconds
-    while time.monotonic() < stop:
-        started = time.thread_time()
-        spin(loops)
-        took.append(time.thread_time() - started)
-    return {"jobs": len(took), "loop_us_mean": round(statistics.mean(took) * 1e6, 1),
-            "loop_us_median": round(statistics.median(took) * 1e6, 1)}
-
-
 def _serve_here(dsn: str) -> bool:
     """Whether the server's backends are processes of this machine that this user may pin (else no ``server``)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -137,14 +125,12 @@ def run(opts: common.Options) -> dict[str, Any]:
                 got = {}
                 for kind in order:
                     with Neighbour(kind, there, opts.dsn):
-                        got[kind] = _timed_jobs(loops, seconds)
+                        got[kind] = gil_threads.measure(1, loops, seconds)  # its thread inherits the pin
                     bar.advance(task)
                 rounds.append(got)
     finally:
         os.sched_setaffinity(0, before)
-    idle = statistics.median(r["idle"]["loop_us_mean"] for r in rounds)
-    summary = {kind: {"loop_us_mean": statistics.median(r[kind]["loop_us_mean"] for r in rounds),
-                      "of_idle": common.ratio(statistics.median(r[kind]["loop_us_mean"] for r in rounds), idle)}
-               for kind in conditions}
+    loop = {kind: statistics.median(r[kind]["loop_us_mean"] for r in rounds) for kind in conditions}
+    summary = {kind: {"loop_us_mean": us, "of_idle": common.ratio(us, loop["idle"])} for kind, us in loop.items()}
     return {"scenario": "cpu_neighbour", "loops_a_job": loops, "seconds_per_phase": seconds, "cpus": [here, there],
             "rounds": rounds, "summary": summary}
