@@ -10,6 +10,7 @@ punctuation and symbols dropped and spaces turned into hyphens, and ``-1``,
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from pathlib import Path
@@ -42,8 +43,9 @@ def outside_code(text: str) -> list[str]:
     return lines
 
 
-def anchors(path: Path) -> set[str]:
-    """The anchors GitHub gives the headings of one markdown file."""
+@functools.cache
+def anchors(path: Path) -> frozenset[str]:
+    """The anchors GitHub gives the headings of one markdown file (read once: many links name the same file)."""
     seen: dict[str, int] = {}
     out = set()
     for line in outside_code(path.read_text()):
@@ -54,7 +56,7 @@ def anchors(path: Path) -> set[str]:
         n = seen.get(base, 0)
         seen[base] = n + 1
         out.add(base if n == 0 else f"{base}-{n}")
-    return out
+    return frozenset(out)
 
 
 def links(path: Path) -> list[str]:
