@@ -70,6 +70,9 @@ BYTES = f"CASE WHEN g > n * 0.99 THEN {BYTES_FITS} ELSE {BYTES_TOO_BIG} END"  # 
 # the newest half fit; the boundary bucket holds both the too-big rows (first) and the fits (after them).
 BYTES_FALLING = "{low} + (n - g) * 2000000 / n"
 FALLING = "1 + (n - g) * 1000000 / n"  # sizes 1..1M falling as id grows: the newest fit
+# Sizes in bytes spread over [999,000,000, 1,001,000,000), in no order of id: most in the fine bucket of
+# 1 GB + 1, the rest in the one above it.
+BYTES_DENSE = "999000000 + (g * 104729) %% 2000000"
 SHAPES = [
     Shape("seed000", "priorities 0..9; only priority 9 (0.5%) fits",
           "CASE WHEN g %% 200 = 0 THEN 9 ELSE (g * 31) %% 9 END",
@@ -180,6 +183,12 @@ SHAPES = [
     # fitting, descending. The tasks too big pile up at the head, one more a claim, spread over priorities.
     Shape("shuffled_rising_max", "order=max; one queue; every task its own priority, in no order of id; "
           "required rises with id; half fit", "(g * 7919) %% n", "1 + g * 1000000 / n", 500_001, order="max"),
+    # Found by the third random draw (r16): descending over one queue, every task its own priority, sizes in
+    # bytes within 1 MB of 1 GB, 30% fitting. The tasks too big pile up at the head past the look's budget,
+    # and then the boundary answers every claim: fit_candidate v11's descending walk moved a row or two a
+    # turn there, so its scan read every fit (migration 0051).
+    Shape("bytes_dense_max", "order=max; one queue; every task its own priority, rising with id; sizes in "
+          "bytes within 1 MB of 1 GB, each drawn apart; 30% fit", "g", BYTES_DENSE, 999_600_000, order="max"),
 ]
 
 SEED = """
