@@ -188,7 +188,8 @@ SHAPES = [
     # and then the boundary answers every claim: fit_candidate v11's descending walk moved a row or two a
     # turn there, so its scan read every fit (migration 0051).
     Shape("bytes_dense_max", "order=max; one queue; every task its own priority, rising with id; sizes in "
-          "bytes within 1 MB of 1 GB, each drawn apart; 30% fit", "g", BYTES_DENSE, 999_600_000, order="max"),
+          "bytes within 1 MB of 1 GB, each drawn apart; 30% fit", "g", BYTES_DENSE, 999_600_000,
+          order="max"),
 ]
 
 SEED = """

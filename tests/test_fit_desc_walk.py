@@ -69,7 +69,7 @@ def test_descending_boundary_answers_match_the_plain_rule(dsn: str, seed: int) -
         ids = _insert(conn, spec)
         conn.execute("ANALYZE tasks")
         conn.commit()
-        rows = dict(zip(ids, spec))
+        rows = dict(zip(ids, spec, strict=True))
         order = sorted((-p, i) for i, (p, _, _) in rows.items())
         keys = [(-2147483647, 0)] + [order[rng.randrange(len(order))] for _ in range(12)]
         for key in keys:
