@@ -568,6 +568,9 @@ BEGIN
                          ORDER BY t.priority, t.id LIMIT v_walk) w
                  WHERE (w.priority, w.id) < (v_bk, v_bid);
             ELSE
+                -- Ascending with pools known full: the best's own priority, or
+                -- on from the walk's key (version 12 took the descending
+                -- branches out of this union: the branch above walks them).
                 SELECT count(*),
                        COALESCE(max(ARRAY[w.k1, w.id]) FILTER (WHERE w.k1 <> v_wk), ARRAY[v_wk, max(w.id)]),
                        (min(ARRAY[w.k1, w.id]) FILTER (WHERE w.required <= p_remaining))[2]
@@ -583,26 +586,6 @@ BEGIN
                             AND required_fine(t.required) = v_fx AND NOT p_descending AND v_wp <> v_bk
                             AND (t.priority, t.id) > (v_wp, v_wid) AND t.priority <= v_bk
                           ORDER BY t.priority, t.id LIMIT v_walk)
-                        UNION ALL
-                        (SELECT t.id, -t.priority::bigint, t.required FROM tasks t
-                          WHERE t.state = 'queued' AND NOT t.parked AND t.lease_token IS NULL AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                            AND required_fine(t.required) = v_fx AND p_descending
-                            AND t.priority = v_wp AND t.id > v_wid
-                            AND t.id < CASE WHEN -(v_wp::bigint) = v_bk THEN v_bid ELSE 9223372036854775807 END
-                          ORDER BY t.priority, t.id LIMIT v_walk)
-                        UNION ALL
-                        (SELECT t.id, -t.priority::bigint, t.required
-                           FROM (SELECT s.priority FROM tasks s
-                                  WHERE s.state = 'queued' AND NOT s.parked AND s.lease_token IS NULL AND s.queue = v_q AND (s.pool IS NULL OR s.pool <> ALL (p_full))
-                                    AND (required_fine(s.required), s.priority) < (v_fx, v_wp) AND required_fine(s.required) >= v_fx
-                                    AND p_descending
-                                  ORDER BY required_fine(s.required) DESC, s.priority DESC LIMIT 1) g
-                          CROSS JOIN LATERAL (
-                              SELECT t.* FROM tasks t
-                               WHERE t.state = 'queued' AND NOT t.parked AND t.lease_token IS NULL AND t.queue = v_q AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                                 AND required_fine(t.required) = v_fx AND t.priority >= g.priority AND t.priority <= g.priority
-                               ORDER BY t.priority, t.id LIMIT v_walk) t
-                          WHERE g.priority >= -v_bk)
                         LIMIT v_walk) w
                  WHERE (w.k1, w.id) < (v_bk, v_bid);
             END IF;
