@@ -5,9 +5,10 @@ In order="max", fit_candidate walks the fine bucket that holds what is left
 fitting rows in value order. Version 11's walk read the rest of its own
 priority and one priority more a turn, so where every task has its own
 priority it moved a row or two a turn and the scan read every fitting row of
-the bucket. Version 12 reads a window backward a turn, counts as walked only
-the priorities above the window's cut (its lowest, which may go on below
-it), and walks a window that is all one priority forward in id order.
+the bucket. Version 12 reads a window backward a turn. A fit above the
+window's cut (its lowest priority, which may go on below it) is the answer;
+otherwise the next turn reads the cut's priority forward in id order from
+its start, then the window below it.
 
 Here every size is in the fine bucket of 1 GB + 1, so whole buckets hold
 nothing and the boundary alone answers. The answers must be the plain rule's
