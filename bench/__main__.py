@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
                              "stale: older function files, comma-separated")
     parser.add_argument("--count", type=int, default=None, help="random_shapes: how many shapes to draw (default 30)")
     parser.add_argument("--seed", type=int, default=None, help="random_shapes: the seed of the draw (default 1)")
+    parser.add_argument("--wide", action="store_true",
+                        help="random_shapes: also draw what the plain draw keeps fixed (an amount per claim, "
+                             "1,000 queues, a short list of many queues); the plain draw of a seed is unchanged")
     parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
     ns = parser.parse_args(argv)
     if ns.scenario == "report" and ns.render:
@@ -47,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     dsn = common.ensure_database(ns.dsn)
     opts = common.Options(dsn=dsn, rows=ns.rows, seconds=ns.seconds, churn_rows=ns.churn_rows, only=ns.only,
-                          old=ns.old, count=ns.count, seed=ns.seed)
+                          old=ns.old, count=ns.count, seed=ns.seed, wide=ns.wide)
     module = importlib.import_module(f"bench.{ns.scenario}")
     result = module.run(opts)
     result.setdefault("server", common.server_facts(dsn))

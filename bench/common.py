@@ -36,6 +36,7 @@ class Options:
     old: str | None = None
     count: int | None = None
     seed: int | None = None
+    wide: bool = False
 
 
 def with_dbname(dsn: str, dbname: str) -> str:

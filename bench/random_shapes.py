@@ -17,7 +17,14 @@ for it the scenario also times ``EMPTY_CLAIMS`` empty claims in a row and
 counts the fits parked after each (the first claims pay for parking them),
 against one naive query that finds nothing.
 
-``python -m bench random_shapes [--rows N] [--seconds S] [--count N] [--seed S] [--only r19,r22]``
+``--wide`` draws, beside each shape's parts, what the plain draw keeps fixed:
+an amount drawn per claim between two quantiles of the sizes (workers of
+many sizes on one queue), and 1,000 queues, a list of 3 of 1,000 or a list
+of one queue of 200 (a consumer whose queues are a sliver of the shared
+order). Those extra parts come from a second generator per shape, so the
+plain draw of a seed is unchanged; wide shapes are named ``w<index>_...``.
+
+``python -m bench random_shapes [--rows N] [--seconds S] [--count N] [--seed S] [--only r19,r22] [--wide]``
 (``--only``: the shapes whose names start with one of these; the others are
 still drawn, so the names and shapes stay those of the full run).
 """
@@ -61,30 +68,44 @@ SIZES = {
 }
 FIT_SHARES = (0.0005, 0.01, 0.3, 0.5, 0.9, 1.0)
 QUEUES = ((1, 0), (1, 0), (100, 0), (40, 20))
+#: --wide: queue layouts the plain draw never makes, each taking the place of its draw half the time.
+WIDE_QUEUES = ((1000, 0), (1000, 3), (200, 1))
+#: --wide: the share of tasks that fit the smallest amount drawn per claim (the largest is the shape's share).
+WIDE_LOW_SHARE = 0.05
 
 
-def draw(rng: random.Random, index: int) -> tuple[Shape, float]:
-    """One random shape (its ``available`` is set after seeding, from the sizes) and its fit share."""
+def draw(rng: random.Random, index: int, wide: random.Random | None = None) -> tuple[Shape, float, bool]:
+    """One random shape (its ``available`` is set after seeding, from the sizes), its fit share, and
+    whether the amount is drawn per claim (``wide`` only: the extra parts come from that generator)."""
     priority, size = rng.choice(list(PRIORITIES)), rng.choice(list(SIZES))
     share, order = rng.choice(FIT_SHARES), rng.choice(("min", "min", "max"))
     pools = rng.random() < 0.25
     queues, listed = rng.choice(QUEUES)
-    name = (f"r{index}_{priority}_{size}_{share:g}_{order}{'_pools' if pools else ''}"
+    per_claim = False
+    if wide is not None:
+        per_claim = share > WIDE_LOW_SHARE and wide.random() < 0.5
+        if wide.random() < 0.5:
+            queues, listed = wide.choice(WIDE_QUEUES)
+    name = (f"{'w' if wide is not None else 'r'}{index}_{priority}_{size}_{share:g}_{order}"
+            f"{'_avar' if per_claim else ''}{'_pools' if pools else ''}"
             f"{f'_q{queues}' if queues > 1 else ''}{f'l{listed}' if listed else ''}")
     shape = Shape(name, name, PRIORITIES[priority], SIZES[size], 1, order=order, pools=pools, queues=queues,
                   listed=listed)
-    return shape, share
+    return shape, share, per_claim
 
 
-def measure(dsn: str, shape: Shape, share: float, rows: int, seconds: float) -> dict[str, Any]:
+def measure(dsn: str, shape: Shape, share: float, rows: int, seconds: float,
+            per_claim: bool = False) -> dict[str, Any]:
     common.console.log(f"random_shapes: {shape.name}: seeding {rows:,} rows")
     S.seed(dsn, S.SCHEMA, shape, rows)
     with psycopg.connect(dsn) as conn:
         conn.execute(f'SET search_path = "{S.SCHEMA}"')
-        row = conn.execute("SELECT percentile_disc(%s) WITHIN GROUP (ORDER BY required) FROM tasks",
-                           (share,)).fetchone()
+        row = conn.execute("SELECT percentile_disc(%s) WITHIN GROUP (ORDER BY required),"
+                           " percentile_disc(%s) WITHIN GROUP (ORDER BY required) FROM tasks",
+                           (share, WIDE_LOW_SHARE)).fetchone()
     assert row is not None
-    shape = dataclasses.replace(shape, available=int(row[0]))
+    available: int | tuple[int, int] = (int(row[1]), int(row[0])) if per_claim else int(row[0])
+    shape = dataclasses.replace(shape, available=available)
     args = {"dsn": dsn, "schema": S.SCHEMA, "shape": shape, "cap": max(1, rows // 4)}
     naive = S.naive_phase(dsn, shape, 1, args, seconds)
     ours, lat = S.phase(S.ours_client, 1, args, f"{shape.name} ours x1", seconds)
@@ -92,7 +113,7 @@ def measure(dsn: str, shape: Shape, share: float, rows: int, seconds: float) -> 
     result = {"shape": shape.name, "available": shape.available, "fit_share": share, "naive_per_s": naive,
               "ours_per_s": ours, "ratio": common.ratio(ours, naive) if naive else None,
               "ours_claim": common.latency_summary(lat)}
-    if not naive:
+    if not naive and isinstance(shape.available, int):
         result["empty_claims"] = empty_claims(dsn, shape)
         S.reset(dsn, S.SCHEMA)
     return result
@@ -148,13 +169,15 @@ def run(opts: common.Options) -> dict[str, Any]:
     seed = opts.seed if opts.seed is not None else 1
     rng = random.Random(seed)
     only = tuple(f"{name}_" for name in opts.only.split(",")) if opts.only else None
-    drawn = [draw(rng, i) for i in range(count)]
-    results = [measure(opts.dsn, shape, share, rows, seconds) for shape, share in drawn
+    # The wide parts come from a generator of their own per shape, so the plain parts match the plain draw.
+    drawn = [draw(rng, i, random.Random(f"wide:{seed}:{i}") if opts.wide else None) for i in range(count)]
+    results = [measure(opts.dsn, shape, share, rows, seconds, per_claim) for shape, share, per_claim in drawn
                if only is None or shape.name.startswith(only)]
     common.drop_schema(opts.dsn, S.SCHEMA)
     ratios = [r["ratio"] for r in results if r["ratio"] is not None]
     return {
         "scenario": "random_shapes", "rows": rows, "seconds_per_phase": seconds, "count": count, "seed": seed,
+        "wide": opts.wide,
         "shapes": results,
         "min_ratio": min(ratios) if ratios else None,
         "below_0_8": [r["shape"] for r in results if r["ratio"] is not None and r["ratio"] < 0.8],
@@ -168,6 +191,8 @@ def table(result: dict[str, Any]) -> str:
     lines = ["| shape | available | naive x1 | ours x1 | ratio | ours p99 |", "|---|---|---|---|---|---|"]
     for s in sorted(result["shapes"], key=lambda s: s["ratio"] if s["ratio"] is not None else -1):
         ratio = "-" if s["ratio"] is None else f"{s['ratio']:.2f}x"
-        lines.append(f"| {s['shape']} | {s['available']:,} | {s['naive_per_s']:,.1f}/s | {s['ours_per_s']:,.1f}/s | "
+        available = s["available"]
+        amount = f"{available[0]:,}..{available[1]:,}" if isinstance(available, (list, tuple)) else f"{available:,}"
+        lines.append(f"| {s['shape']} | {amount} | {s['naive_per_s']:,.1f}/s | {s['ours_per_s']:,.1f}/s | "
                      f"{ratio} | {s['ours_claim']['p99_ms']:.2f} ms |")
     return "\n".join(lines)

@@ -1,0 +1,105 @@
+-- few_fits: over several queues, every fitting task read whole when they are
+-- few; the first p_n of them in claim order after a key.
+--
+-- Claim order is the key (k1, id), k1 = priority, or -priority when
+-- p_descending. Reads the queued, unparked tasks of p_queues (NULL: every
+-- queue with claimable tasks) with required <= p_remaining, queue by queue in
+-- ix_tasks_fit_exact's order, (queue, required, priority, id), index only,
+-- up to p_budget rows in all (NULL: c_fscan rows a queue; rows before the key
+-- and in the pools of p_full count too: they are read). Returns:
+-- - the ids of the first p_n of them after the key that are not in p_full's
+--   pools, in claim order ('{}': none), when every fit was read;
+-- - NULL when there were more fits than the budget: the caller searches
+--   another way.
+-- The levels of fit_candidate cost a probe per queue and level (about 30 for
+-- an amount near a million), whatever the number of fits; over 100 queues
+-- with every task its own priority, sizes in bytes and 0.05% of the tasks
+-- fitting (the sixth random draw's r14), 65 ms a call. Reading 100 fits is
+-- one descent a queue. c_fscan rows cost about what one queue's levels do (a
+-- row of an index-only range costs a small part of a descent).
+--
+-- Session hints (a setting, taskqueue.fit_scan), which skip a statement,
+-- never a row, so they cannot change what is found:
+-- - 'over:R:n': a read at amount R ran past its budget (more left means more
+--   fits), so calls of at least R return NULL without reading, c_fskips of
+--   them, and then one reads again;
+-- - 'few:R': a read at amount R found every fit within its budget. claim_tasks
+--   (version 37) then asks this function first, before its look, for claims
+--   of at most R over several queues. Only a claim whose look ran dry reads
+--   (claim_tasks, then fit_candidate): one whose look finds dense fits never
+--   pays for it.
+CREATE OR REPLACE FUNCTION few_fits(
+    p_queues text[],
+    p_remaining bigint,
+    p_lk bigint,
+    p_lid bigint,
+    p_descending boolean,
+    p_full text[],
+    p_n integer,
+    p_budget bigint DEFAULT NULL
+) RETURNS bigint[]
+LANGUAGE plpgsql
+STABLE
+SET search_path FROM CURRENT
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET jit = off
+AS $fn$
+DECLARE
+    c_fscan CONSTANT integer := 512;   -- fitting rows read per queue
+    c_fskips CONSTANT integer := 31;   -- calls that skip the read after it overflowed
+    v_hint text := COALESCE(current_setting('taskqueue.fit_scan', true), '');
+    v_budget bigint;
+    v_n bigint;
+    v_ids bigint[];
+BEGIN
+    IF v_hint ~ '^over:[0-9]{1,19}:[0-9]{1,3}$' AND p_remaining >= split_part(v_hint, ':', 2)::numeric
+       AND split_part(v_hint, ':', 3)::integer < c_fskips THEN
+        PERFORM set_config('taskqueue.fit_scan', 'over:' || split_part(v_hint, ':', 2) || ':'
+                           || (split_part(v_hint, ':', 3)::integer + 1)::text, false);
+        RETURN NULL;
+    END IF;
+    IF p_queues IS NULL THEN
+        p_queues := claimable_queues(NULL, NULL);
+        IF p_queues IS NULL THEN
+            RETURN '{}';  -- no queue has claimable tasks
+        END IF;
+    END IF;
+    v_budget := COALESCE(p_budget, c_fscan::bigint * cardinality(p_queues));
+    -- Two statements, so the common one (no pool known full) reads the index
+    -- alone: naming the pool would fetch every row read from the table.
+    IF cardinality(p_full) = 0 THEN
+        SELECT count(*), (array_agg(f.id ORDER BY f.k1, f.id) FILTER (WHERE (f.k1, f.id) > (p_lk, p_lid)))[1:p_n]
+          INTO v_n, v_ids
+          FROM (SELECT x.id, CASE WHEN p_descending THEN -x.priority::bigint ELSE x.priority END AS k1
+                  FROM unnest(p_queues) AS q(name)
+                 CROSS JOIN LATERAL (
+                       SELECT t.id, t.priority FROM tasks t
+                        WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name
+                          AND t.required <= p_remaining
+                        ORDER BY t.required, t.priority, t.id LIMIT v_budget + 1) x
+                 LIMIT v_budget + 1) f;
+    ELSE
+        SELECT count(*),
+               (array_agg(f.id ORDER BY f.k1, f.id)
+                    FILTER (WHERE (f.k1, f.id) > (p_lk, p_lid) AND (f.pool IS NULL OR f.pool <> ALL (p_full))))[1:p_n]
+          INTO v_n, v_ids
+          FROM (SELECT x.id, x.pool, CASE WHEN p_descending THEN -x.priority::bigint ELSE x.priority END AS k1
+                  FROM unnest(p_queues) AS q(name)
+                 CROSS JOIN LATERAL (
+                       SELECT t.id, t.priority, t.pool FROM tasks t
+                        WHERE t.state = 'queued' AND NOT t.parked AND t.queue = q.name
+                          AND t.required <= p_remaining
+                        ORDER BY t.required, t.priority, t.id LIMIT v_budget + 1) x
+                 LIMIT v_budget + 1) f;
+    END IF;
+    IF v_n > v_budget THEN
+        PERFORM set_config('taskqueue.fit_scan', 'over:' || p_remaining::text || ':0', false);
+        RETURN NULL;
+    END IF;
+    IF NOT (v_hint ~ '^few:[0-9]{1,19}$' AND split_part(v_hint, ':', 2)::numeric >= p_remaining) THEN
+        PERFORM set_config('taskqueue.fit_scan', 'few:' || p_remaining::text, false);
+    END IF;
+    RETURN COALESCE(v_ids, '{}');
+END
+$fn$;
