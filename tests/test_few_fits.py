@@ -1,4 +1,4 @@
-"""Over several queues, few fits are read whole (few_fits v1, fit_candidate v13, claim_tasks v37; migration 0052).
+"""Over four queues or more, few fits are read whole (few_fits v1, fit_candidate v13, claim_tasks v37; migration 0052).
 
 Each level of the resource fit is a probe per queue, so over 100 queues a
 claim paid thousands of index descents whatever the number of fits. few_fits
@@ -68,7 +68,7 @@ def test_few_fits_are_the_plain_rules_first_fits(dsn: str, seed: int, descending
         rows = _seed(conn, rng, 1500, 0.05, available, pools=True)
         order = sorted(_key(p, i, descending) for i, (_, p, _, _) in rows.items())
         keys = [(-2147483648, 0)] + [order[rng.randrange(len(order))] for _ in range(8)]
-        for queues in (None, ["q1", "q3", "q4"]):
+        for queues in (None, ["q1", "q3", "q4", "q5"]):
             for key in keys:
                 for full in ((), ("p0",)):
                     amount = rng.choice((available, rng.randint(available // 2, available)))
@@ -86,6 +86,19 @@ def test_past_its_budget_it_says_so_and_skips_the_read_for_a_while(dsn: str) -> 
         start = (-2147483648, 0, False, [], 1)
         conn.execute("SELECT set_config('taskqueue.fit_scan', '', false)")
         assert conn.execute(FEW, (None, 1000, *start, fits)).fetchone()[0] == _plain(rows, None, 1000, False)[:1]
+
+
+def test_over_fewer_than_four_queues_it_reads_nothing(dsn: str) -> None:
+    """Three queues' levels cost a few dozen probes: the caller asks them, and the hint stays as it was."""
+    rng = random.Random(5500)
+    with psycopg.connect(dsn) as conn:
+        _seed(conn, rng, 300, 0.1, 1000, pools=False)
+        conn.execute("SELECT set_config('taskqueue.fit_scan', 'few:7', false)")
+        assert conn.execute(FEW, (["q0", "q1", "q2"], 1000, -2147483648, 0, False, [], 1, None)).fetchone()[0] is None
+        assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "few:7"
+        assert conn.execute(FEW, (["q0", "q1", "q2", "q3"], 1000, -2147483648, 0, False, [], 1,
+                                  None)).fetchone()[0] is not None
+        assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "few:1000"
         assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "few:1000"
         # One row short of every fit: past the budget.
         assert conn.execute(FEW, (None, 1000, *start, fits - 1)).fetchone()[0] is None
@@ -98,8 +111,21 @@ def test_past_its_budget_it_says_so_and_skips_the_read_for_a_while(dsn: str) -> 
         assert conn.execute(FEW, (None, 1000, *start, fits)).fetchone()[0] == _plain(rows, None, 1000, False)[:1]
 
 
+def test_over_fewer_than_four_queues_it_reads_nothing(dsn: str) -> None:
+    """Three queues' levels cost a few dozen probes: the caller asks them, and the hint stays as it was."""
+    rng = random.Random(5500)
+    with psycopg.connect(dsn) as conn:
+        _seed(conn, rng, 300, 0.1, 1000, pools=False)
+        conn.execute("SELECT set_config('taskqueue.fit_scan', 'few:7', false)")
+        assert conn.execute(FEW, (["q0", "q1", "q2"], 1000, -2147483648, 0, False, [], 1, None)).fetchone()[0] is None
+        assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "few:7"
+        assert conn.execute(FEW, (["q0", "q1", "q2", "q3"], 1000, -2147483648, 0, False, [], 1,
+                                  None)).fetchone()[0] is not None
+        assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "few:1000"
+
+
 @pytest.mark.parametrize("descending", [False, True])
-@pytest.mark.parametrize("queues", [None, ["q0", "q2", "q5"]])
+@pytest.mark.parametrize("queues", [None, ["q0", "q2", "q4", "q5"]])
 def test_claims_over_several_queues_take_the_plain_rules_task(dsn: str, descending: bool,
                                                              queues: list[str] | None) -> None:
     """A pile too big at the head, 1% fitting: the look runs dry, few_fits learns, step F answers."""

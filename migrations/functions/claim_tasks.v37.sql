@@ -487,14 +487,13 @@
 -- every later one is taken with SKIP LOCKED (busy counts as full for this
 -- call). A claim therefore never waits while holding a pool lock, so claims
 -- cannot deadlock with each other or with releases, which lock in name order.
--- Version 37 (migration 0052): step F, a claim of one task over several
+-- Version 37 (migration 0052): step F, a claim of one task over 4 to 128
 --    queues (every queue, or a list) with c_exact or more available, asks
 --    few_fits first while the session's hint says the fits for at least this
 --    amount were few (few_fits reads every fit, index only, within a budget
---    of 8,192 rows). The hint is set by such a read that found them all,
---    which a claim over several queues whose look ran dry makes (once, and
---    not while a recent read ran past its budget): a claim whose look finds
---    dense fits never pays for it. Read whole, the fits' first
+--    of 512 rows a queue). The hint is set by fit_candidate's own read of the
+--    fits (version 13), which only a claim whose look and walks found no fit
+--    reaches: a claim whose look finds dense fits never pays for step F. Read whole, the fits' first
 --    c_head in claim order are taken as step S takes its candidates; past
 --    the budget, or when no candidate could be started, the claim goes the
 --    general way. Measured on the sixth random draw's r14 (100 queues,
@@ -653,14 +652,10 @@ DECLARE
     v_lcut boolean;                  -- step L: some bucket was read to its budget
     v_lsmall boolean := false;      -- step L: a small listed claim whose look ran dry
     v_fhint text := current_setting('taskqueue.fit_scan', true);
-    -- Fitting rows step F reads at most (version 37), whatever the number of
-    -- queues: a read past it is in vain, and a claim whose look ran dry makes
-    -- one to learn whether the fits are few.
-    c_fbudget CONSTANT integer := 8192;
     -- Step F (version 37): several queues, c_exact or more available, and
     -- the session's last read of every fit for at least this amount found them few.
     v_ffew boolean := p_limit = 1 AND NOT p_peek AND p_available >= c_exact AND p_available < 2147483647
-                      AND (p_queues IS NULL OR cardinality(p_queues) > 1)
+                      AND (p_queues IS NULL OR cardinality(p_queues) BETWEEN 4 AND 128)
                       AND COALESCE(v_fhint ~ '^few:[0-9]{1,19}$' AND p_available <= split_part(v_fhint, ':', 2)::numeric,
                                    false);
 BEGIN
@@ -729,7 +724,7 @@ BEGIN
                 -- F (version 37): every fit read whole, its first c_head in
                 -- claim order; NULL past the budget (the general way). Each
                 -- candidate's pool is asked under its lock by the take.
-                v_cands := few_fits(p_queues, p_available, v_lk, v_lid, p_descending, '{}', c_head, c_fbudget);
+                v_cands := few_fits(p_queues, p_available, v_lk, v_lid, p_descending, '{}', c_head);
                 v_nfit := CASE WHEN v_cands IS NULL THEN NULL ELSE cardinality(v_cands) END;
                 v_pooled := true;
             ELSIF p_descending AND p_queues IS NULL THEN
@@ -1448,14 +1443,6 @@ BEGIN
                 -- Nothing that fits among the v_look rows: on from the last one.
                 v_lk := v_hk;
                 v_lid := v_hid;
-                IF v_round = 1 AND NOT v_ffew AND p_available >= c_exact AND p_available < 2147483647
-                   AND (p_queues IS NULL OR cardinality(p_queues) > 1) THEN
-                    -- Several queues, a dry look (version 37): are the fits
-                    -- few? few_fits' answer is its hint, which sends the next
-                    -- claims to step F (and skips this read for a while when
-                    -- they are not). This claim goes on as before.
-                    PERFORM few_fits(p_queues, p_available, v_lk, v_lid, p_descending, '{}', 1, c_fbudget);
-                END IF;
                 IF v_several THEN
                     -- A pile of other queues' (or too big) tasks, as long as
                     -- the listed queues' buckets are worth (version 11): each

@@ -3,14 +3,20 @@
 --
 -- Claim order is the key (k1, id), k1 = priority, or -priority when
 -- p_descending. Reads the queued, unparked tasks of p_queues (NULL: every
--- queue with claimable tasks) with required <= p_remaining, queue by queue in
+-- queue with claimable tasks, when there are at most c_fmaxq) with required
+-- <= p_remaining, queue by queue in
 -- ix_tasks_fit_exact's order, (queue, required, priority, id), index only,
 -- up to p_budget rows in all (NULL: c_fscan rows a queue; rows before the key
 -- and in the pools of p_full count too: they are read). Returns:
 -- - the ids of the first p_n of them after the key that are not in p_full's
 --   pools, in claim order ('{}': none), when every fit was read;
 -- - NULL when there were more fits than the budget: the caller searches
---   another way.
+--   another way;
+-- - NULL, reading nothing, over fewer than c_fminq queues (their levels
+--   cost a few dozen probes: the read would save little; the hint is left
+--   alone) or, for NULL, more than c_fmaxq (listing them all would cost more
+--   than the walk a claim over every queue makes first; a 'few' hint is
+--   cleared, so claim_tasks stops asking).
 -- The levels of fit_candidate cost a probe per queue and level (about 30 for
 -- an amount near a million), whatever the number of fits; over 100 queues
 -- with every task its own priority, sizes in bytes and 0.05% of the tasks
@@ -48,6 +54,8 @@ AS $fn$
 DECLARE
     c_fscan CONSTANT integer := 512;   -- fitting rows read per queue
     c_fskips CONSTANT integer := 31;   -- calls that skip the read after it overflowed
+    c_fminq CONSTANT integer := 4;     -- fewer queues: NULL at once
+    c_fmaxq CONSTANT integer := 128;   -- every queue: at most this many listed
     v_hint text := COALESCE(current_setting('taskqueue.fit_scan', true), '');
     v_budget bigint;
     v_n bigint;
@@ -60,10 +68,16 @@ BEGIN
         RETURN NULL;
     END IF;
     IF p_queues IS NULL THEN
-        p_queues := claimable_queues(NULL, NULL);
+        p_queues := claimable_queues(NULL, c_fmaxq + 1);
         IF p_queues IS NULL THEN
             RETURN '{}';  -- no queue has claimable tasks
+        ELSIF cardinality(p_queues) > c_fmaxq THEN
+            PERFORM set_config('taskqueue.fit_scan', '', false);  -- no step F until a read finds few again
+            RETURN NULL;
         END IF;
+    END IF;
+    IF cardinality(p_queues) < c_fminq THEN
+        RETURN NULL;
     END IF;
     v_budget := COALESCE(p_budget, c_fscan::bigint * cardinality(p_queues));
     -- Two statements, so the common one (no pool known full) reads the index

@@ -289,8 +289,8 @@ BEGIN
             RETURN;  -- no queue has claimable tasks
         END IF;
     END IF;
-    IF cardinality(p_queues) > 1 AND NOT v_all THEN
-        -- 0. Several queues (version 13): every fit read whole when they are few.
+    IF cardinality(p_queues) > 3 AND NOT v_all THEN
+        -- 0. Four queues or more (version 13): every fit read whole when they are few.
         v_few := few_fits(p_queues, p_remaining, p_lk, p_lid, p_descending, p_full, 1);
         IF v_few IS NOT NULL THEN
             IF cardinality(v_few) > 0 THEN
