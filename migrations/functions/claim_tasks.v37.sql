@@ -491,7 +491,7 @@
 --    queues (every queue, or a list) with c_exact or more available, asks
 --    few_fits first while the session's hint says the fits for at least this
 --    amount were few (few_fits reads every fit, index only, within a budget
---    of 512 rows a queue). The hint is set by fit_candidate's own read of the
+--    of 128 rows a queue). The hint is set by fit_candidate's own read of the
 --    fits (version 13), which only a claim whose look and walks found no fit
 --    reaches: a claim whose look finds dense fits never pays for step F. Read whole, the fits' first
 --    c_head in claim order are taken as step S takes its candidates; past

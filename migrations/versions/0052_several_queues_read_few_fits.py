@@ -10,7 +10,7 @@ of fits: 100 queues, every task its own priority, sizes in bytes, 0.05%
 fitting, order="max", 65 ms a claim at 200,000 tasks, about as slow as a naive
 query that walks every row. A call over several queues now first reads the
 fitting rows of each queue in ix_tasks_fit_exact's order, index only, up to
-512 rows a queue in all; read to the end, the best of them is the answer.
+128 rows a queue in all; read to the end, the best of them is the answer.
 Past that budget the levels answer as before, and the session skips the read
 for its next 31 calls of at least that amount.
 
