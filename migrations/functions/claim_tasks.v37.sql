@@ -493,14 +493,14 @@
 --    amount were few (few_fits reads every fit, index only, within a budget
 --    of 128 rows a queue). The hint is set by fit_candidate's own read of the
 --    fits (version 13), which only a claim whose look and walks found no fit
---    reaches: a claim whose look finds dense fits never pays for step F. Read whole, the fits' first
---    c_head in claim order are taken as step S takes its candidates; past
---    the budget, or when no candidate could be started, the claim goes the
---    general way. Measured on the sixth random draw's r14 (100 queues,
---    order="max", every task its own priority, sizes in bytes, 0.05%
---    fitting, 200,000 tasks), version 36 looked along the shared order and
---    walked windows of every queue, about 20 ms, before fit_candidate's
---    levels (65 ms before fit_candidate version 13).
+--    reaches: a claim whose look finds dense fits never pays for step F.
+--    Read whole, the fits' first c_head in claim order are taken as step S
+--    takes its candidates; past the budget, or when no candidate could be
+--    started, the claim goes the general way. On the sixth random draw's r14
+--    (100 queues, order="max", every task its own priority, sizes in bytes,
+--    0.05% fitting, 200,000 tasks), version 36 walked the shared order and
+--    then asked every queue's levels: 65 ms a claim at the median, 4.1 ms
+--    now (8.51x the naive query, from 1.09x).
 CREATE OR REPLACE FUNCTION claim_tasks(
     p_available bigint,
     p_limit integer,

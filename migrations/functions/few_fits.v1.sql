@@ -34,9 +34,9 @@
 --   them, and then one reads again;
 -- - 'few:R': a read at amount R found every fit within its budget. claim_tasks
 --   (version 37) then asks this function first, before its look, for claims
---   of at most R over several queues. Only a claim whose look ran dry reads
---   (claim_tasks, then fit_candidate): one whose look finds dense fits never
---   pays for it.
+--   of at most R over 4 to 128 queues. It is first set by fit_candidate's
+--   read, and only a claim whose look and walks found no fit asks
+--   fit_candidate: one whose look finds dense fits never pays for the read.
 CREATE OR REPLACE FUNCTION few_fits(
     p_queues text[],
     p_remaining bigint,

@@ -165,7 +165,7 @@
 -- the cut's priority forward in id order from its start, as version 11 read
 -- every priority, and then the window below it. A window that is not full
 -- reached the best so far or the bucket's end, and ends the search.
--- Version 13 (migration 0052): over several queues, the fits are first read
+-- Version 13 (migration 0052): over four queues or more, the fits are first read
 -- whole when they are few (few_fits). Every level above is a probe per
 -- queue, so a claim over 100 queues with no list paid about 3,000 index
 -- descents and the boundary's walks queue by queue, whatever the number of
