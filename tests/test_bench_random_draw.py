@@ -26,7 +26,7 @@ def test_a_seeds_plain_draw_is_what_earlier_runs_recorded() -> None:
 
 def test_the_wide_draw_keeps_every_plain_part() -> None:
     for seed in (1, 5, 9):
-        for (plain, share, per_claim), (wide, wide_share, _) in zip(_plain(seed), _wide(seed)):
+        for (plain, share, per_claim), (wide, wide_share, _) in zip(_plain(seed), _wide(seed), strict=True):
             assert not per_claim
             assert (wide.priority, wide.required, wide.order, wide.pools) == (
                 plain.priority, plain.required, plain.order, plain.pools)

@@ -86,19 +86,6 @@ def test_past_its_budget_it_says_so_and_skips_the_read_for_a_while(dsn: str) -> 
         start = (-2147483648, 0, False, [], 1)
         conn.execute("SELECT set_config('taskqueue.fit_scan', '', false)")
         assert conn.execute(FEW, (None, 1000, *start, fits)).fetchone()[0] == _plain(rows, None, 1000, False)[:1]
-
-
-def test_over_fewer_than_four_queues_it_reads_nothing(dsn: str) -> None:
-    """Three queues' levels cost a few dozen probes: the caller asks them, and the hint stays as it was."""
-    rng = random.Random(5500)
-    with psycopg.connect(dsn) as conn:
-        _seed(conn, rng, 300, 0.1, 1000, pools=False)
-        conn.execute("SELECT set_config('taskqueue.fit_scan', 'few:7', false)")
-        assert conn.execute(FEW, (["q0", "q1", "q2"], 1000, -2147483648, 0, False, [], 1, None)).fetchone()[0] is None
-        assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "few:7"
-        assert conn.execute(FEW, (["q0", "q1", "q2", "q3"], 1000, -2147483648, 0, False, [], 1,
-                                  None)).fetchone()[0] is not None
-        assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "few:1000"
         assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "few:1000"
         # One row short of every fit: past the budget.
         assert conn.execute(FEW, (None, 1000, *start, fits - 1)).fetchone()[0] is None
