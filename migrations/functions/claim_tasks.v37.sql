@@ -725,7 +725,7 @@ BEGIN
                 -- claim order; NULL past the budget (the general way). Each
                 -- candidate's pool is asked under its lock by the take.
                 v_cands := few_fits(p_queues, p_available, v_lk, v_lid, p_descending, '{}', c_head);
-                v_nfit := CASE WHEN v_cands IS NULL THEN NULL ELSE cardinality(v_cands) END;
+                v_nfit := cardinality(v_cands);  -- NULL past the budget
                 v_pooled := true;
             ELSIF p_descending AND p_queues IS NULL THEN
                 -- Read backward, a bucket's rows come in (priority DESC, id
