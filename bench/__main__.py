@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="shapes, versions, instructions, k_walks: comma-separated shape names; "
                              "locked_fits: cases; scheduling: drain or real; "
                              "pools: many, big, big_head, slow, slow_random or slow_falling; "
-                             "enqueue: index_cost, level_index_cost or fine_include_cost")
+                             "enqueue: index_cost, level_index_cost, fine_include_cost or any_exact_cost")
     parser.add_argument("--old", default=None,
                         help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10 "
                              "(versions: several, comma-separated, or an index as it was, e.g. ix_tasks_fit_fine.v1); "

@@ -9,7 +9,8 @@ index (migration 0030), alternating rounds. ``--only level_index_cost``: the
 same for five fit-level indexes without the queue column, which the schema
 does not have (what they would cost every enqueue). ``--only fine_include_cost``:
 ix_tasks_fit_fine as migration 0043 made it (carrying required and pool)
-against the index it replaced, alternating rounds.
+against the index it replaced, alternating rounds. ``--only any_exact_cost``:
+ix_tasks_fit_any_exact (migration 0053) against no such index, alternating rounds.
 """
 
 from __future__ import annotations
@@ -93,6 +94,10 @@ LEVEL_INDEXES = {
     "ix_bench_any_exact": f"(required, priority, id) {CLAIMABLE_ANY}",
 }
 
+#: ``--only any_exact_cost``: ix_tasks_fit_any_exact (migration 0053), every queue's fits in one range,
+#: with and without it.
+ANY_EXACT = {"ix_tasks_fit_any_exact": f"(required, priority, id) {CLAIMABLE_ANY}"}
+
 #: ``--only fine_include_cost``: the fine index with INCLUDE (required, pool) (migration 0043)
 #: against its definition before, the "without" side.
 FINE_INCLUDE = {"ix_tasks_fit_fine": "(queue, required_fine(required), priority, id) INCLUDE (required, pool) "
@@ -152,6 +157,8 @@ def run(opts: common.Options) -> dict[str, Any]:
             "spread_priorities": [{"payload": None, "priority": i % 1000} for i in range(BATCH)]})
     if opts.only == "level_index_cost":
         return index_cost(opts, LEVEL_INDEXES, {"one_size": [{"payload": None}] * BATCH, "mixed": _mixed_batch()})
+    if opts.only == "any_exact_cost":
+        return index_cost(opts, ANY_EXACT, {"one_size": [{"payload": None}] * BATCH, "mixed": _mixed_batch()})
     if opts.only == "fine_include_cost":
         return index_cost(opts, FINE_INCLUDE, {"one_size": [{"payload": None}] * BATCH,
                                                "mixed_pools": _mixed_batch(pools=True)}, instead=FINE_BEFORE)

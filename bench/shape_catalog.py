@@ -70,6 +70,9 @@ BYTES = f"CASE WHEN g > n * 0.99 THEN {BYTES_FITS} ELSE {BYTES_TOO_BIG} END"  # 
 # the newest half fit; the boundary bucket holds both the too-big rows (first) and the fits (after them).
 BYTES_FALLING = "{low} + (n - g) * 2000000 / n"
 FALLING = "1 + (n - g) * 1000000 / n"  # sizes 1..1M falling as id grows: the newest fit
+# Sizes in MB over 1..1M; the 0.05% needing 1..500 hold the worst priorities (RARE) or the lowest (RARE_MAX).
+RARE = "CASE WHEN g > n * 0.9995 THEN 1 + g %% 500 ELSE 501 + (g * 7919) %% 999500 END"
+RARE_MAX = "CASE WHEN g <= n * 0.0005 THEN 1 + g %% 500 ELSE 501 + (g * 7919) %% 999500 END"
 # Sizes in bytes spread over [999,000,000, 1,001,000,000), in no order of id: most in the fine bucket of
 # 1 GB + 1, the rest in the one above it.
 BYTES_DENSE = "999000000 + (g * 104729) %% 2000000"
@@ -190,6 +193,13 @@ SHAPES = [
     Shape("bytes_dense_max", "order=max; one queue; every task its own priority, rising with id; sizes in "
           "bytes within 1 MB of 1 GB, each drawn apart; 30% fit", "g", BYTES_DENSE, 999_600_000,
           order="max"),
+    # Found by the wide random draw (random_shapes --seed 6 --wide, w16): over 1,000 queues with no list and
+    # very few fits, few_fits v1 read no more than 128 queues, so each claim walked every queue's levels
+    # (migration 0053).
+    Shape("queues_mb_rare", "1,000 queues; every task its own priority; required 1..1M (MB); the 0.05% "
+          "needing 1..500 hold the worst priorities; 500 available", "g", RARE, 500, hard=True, queues=1000),
+    Shape("queues_mb_rare_max", "order=max; queues_mb_rare with the fitting 0.05% at the lowest priorities",
+          "g", RARE_MAX, 500, order="max", hard=True, queues=1000),
 ]
 
 SEED = """

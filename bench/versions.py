@@ -33,6 +33,8 @@ FINE_V1 = "(queue, required_fine(required), priority, id) WHERE state = 'queued'
 #: Earlier definitions of indexes that a migration changed, by name.version.
 OLD_INDEXES = {
     "ix_tasks_fit_fine.v1": ("DROP INDEX ix_tasks_fit_fine", f"CREATE INDEX ix_tasks_fit_fine ON tasks {FINE_V1}"),
+    # Before migration 0053 there was no index of every queue's fits by size.
+    "ix_tasks_fit_any_exact.none": ("DROP INDEX ix_tasks_fit_any_exact",),
 }
 
 

@@ -1,4 +1,5 @@
-"""Over four queues or more, few fits are read whole (few_fits v1, fit_candidate v13, claim_tasks v37; migration 0052).
+"""Over four queues or more, few fits are read whole (few_fits v1, fit_candidate v13, claim_tasks v37; migration 0052;
+over every queue in one range, few_fits v2 and fit_candidate v14, migration 0053).
 
 Each level of the resource fit is a probe per queue, so over 100 queues a
 claim paid thousands of index descents whatever the number of fits. few_fits
@@ -73,8 +74,9 @@ def test_few_fits_are_the_plain_rules_first_fits(dsn: str, seed: int, descending
                 for full in ((), ("p0",)):
                     amount = rng.choice((available, rng.randint(available // 2, available)))
                     conn.execute("SELECT set_config('taskqueue.fit_scan', '', false)")
+                    # Over every queue the caller gives the budget (fit_candidate: 128 rows a queue).
                     got = conn.execute(FEW, (queues, amount, key[0], key[1], descending, list(full), 8,
-                                             None)).fetchone()[0]
+                                             None if queues else 10_000)).fetchone()[0]
                     assert got == _plain(rows, queues, amount, descending, key, full)[:8], (queues, key, full)
 
 
@@ -140,3 +142,78 @@ def test_claims_over_several_queues_take_the_plain_rules_task(dsn: str, descendi
                             "AND (%s::text[] IS NULL OR queue = ANY (%s)) AND pool IS DISTINCT FROM 'p0'",
                             (available, queues, queues)).fetchone()[0]
         assert left == 0
+
+
+def test_over_every_queue_with_no_budget_known_it_reads_nothing_then_keeps_the_last(dsn: str) -> None:
+    """Step F passes no budget: the session's last one given (fit_candidate's) bounds the read."""
+    rng = random.Random(5600)
+    with psycopg.connect(dsn) as conn:
+        rows = _seed(conn, rng, 400, 0.1, 1000, pools=False)
+        fits = _plain(rows, None, 1000, False)
+        start = (-2147483648, 0, False, [], 1)
+        conn.execute("SELECT set_config('taskqueue.fit_scan', 'few:7', false)")
+        conn.execute("SELECT set_config('taskqueue.fit_budget', '', false)")
+        assert conn.execute(FEW, (None, 1000, *start, None)).fetchone()[0] is None
+        assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "few:7"
+        assert conn.execute(FEW, (None, 1000, *start, len(fits))).fetchone()[0] == fits[:1]
+        assert conn.execute("SELECT current_setting('taskqueue.fit_budget')").fetchone()[0] == str(len(fits))
+        assert conn.execute(FEW, (None, 1000, *start, None)).fetchone()[0] == fits[:1]
+        # The kept budget is one row short once a fit more is enqueued: past it.
+        conn.execute("INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+                     "VALUES ('q0', '{}', 0, 1, 'queued', 3)")
+        assert conn.execute(FEW, (None, 1000, *start, None)).fetchone()[0] is None
+        assert conn.execute("SELECT current_setting('taskqueue.fit_scan')").fetchone()[0] == "over:1000:0"
+
+
+def test_over_every_queue_it_reads_one_range_of_the_index_without_the_queue(dsn: str) -> None:
+    """One scan of ix_tasks_fit_any_exact, none of ix_tasks_fit_exact (version 1 scanned it once a queue)."""
+    rng = random.Random(5700)
+    with psycopg.connect(dsn) as conn:
+        rows = _seed(conn, rng, 600, 0.05, 1000, pools=True)
+        scans = ("SELECT pg_stat_get_xact_numscans('ix_tasks_fit_any_exact'::regclass), "
+                 "pg_stat_get_xact_numscans('ix_tasks_fit_exact'::regclass)")
+        for full in ([], ["p0"]):
+            before = conn.execute(scans).fetchone()
+            got = conn.execute(FEW, (None, 1000, -2147483648, 0, True, full, 3, 10_000)).fetchone()[0]
+            after = conn.execute(scans).fetchone()
+            assert got == _plain(rows, None, 1000, True, full=tuple(full))[:3]
+            assert (after[0] - before[0], after[1] - before[1]) == (1, 0), full
+            conn.rollback()
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_claims_over_more_than_128_queues_read_the_fits_whole(dsn: str, descending: bool) -> None:
+    """Over 130 queues, 0.25% fitting at the far end of the order: the walk runs dry, fit_candidate's read
+    finds the fits few, and step F (which version 1 refused over more than 128 queues) takes the rest,
+    each the plain rule's task."""
+    available = 20
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
+        conn.execute(
+            "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
+            "SELECT 'q' || (g * 7919 %% 130), '{}', "
+            "       CASE WHEN g %% 400 = 0 THEN CASE WHEN %s THEN -1 - g %% 97 ELSE 1000 + g %% 97 END ELSE g %% 1000 END, "
+            "       CASE WHEN g %% 400 = 0 THEN 1 + g %% %s ELSE %s + 1 + g %% 3 END, 'queued', 3 "
+            "  FROM generate_series(1, 40000) g", (descending, available, available))
+        conn.execute("ANALYZE tasks")
+        rows = {i: ("", p, r, None) for i, p, r in conn.execute("SELECT id, priority, required FROM tasks")}
+        conn.execute("SELECT set_config('taskqueue.fit_scan', '', false)")
+        hints = []
+        scans = "SELECT pg_stat_get_xact_numscans('ix_tasks_fit_any_exact'::regclass)"
+        while True:
+            want = _plain(rows, None, available, descending)
+            with conn.transaction():
+                before = conn.execute(scans).fetchone()[0]
+                got = conn.execute("SELECT id FROM claim_tasks(%s, 1, NULL, 'w', 60, %s)",
+                                   (available, descending)).fetchone()
+                any_scans = conn.execute(scans).fetchone()[0] - before
+            assert (got[0] if got else None) == (want[0] if want else None)
+            hints.append((conn.execute("SELECT current_setting('taskqueue.fit_scan', true)").fetchone()[0], any_scans))
+            if got is None:
+                break
+            conn.execute("UPDATE tasks SET state = 'done', finished_at = now(), lease_token = NULL, "
+                         "lease_expires_at = NULL WHERE id = %s", (got[0],))
+            del rows[got[0]]
+        assert len(hints) == 101
+        # After the first claims, every one is step F's: the hint holds and the one range is read.
+        assert all(h == (f"few:{available}", 1) for h in hints[2:-1]), hints
