@@ -33,8 +33,10 @@ FINE_V1 = "(queue, required_fine(required), priority, id) WHERE state = 'queued'
 #: Earlier definitions of indexes that a migration changed, by name.version.
 OLD_INDEXES = {
     "ix_tasks_fit_fine.v1": ("DROP INDEX ix_tasks_fit_fine", f"CREATE INDEX ix_tasks_fit_fine ON tasks {FINE_V1}"),
-    # Before migration 0053 there was no index of every queue's fits by size.
+    # Before migration 0053: no index of every queue's fits by size, and the small tasks' own.
     "ix_tasks_fit_any_exact.none": ("DROP INDEX ix_tasks_fit_any_exact",),
+    "ix_tasks_fit_small_any.v1": ("CREATE INDEX ix_tasks_fit_small_any ON tasks (bucket, priority, id) "
+                                  "WHERE state = 'queued' AND NOT parked AND id > 0 AND bucket < 16",),
 }
 
 

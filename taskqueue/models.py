@@ -133,13 +133,9 @@ class TaskRow(Base):
         # The fine boundary bucket's fitting range, scanned in value order or one probe per distinct value.
         Index("ix_tasks_fit_exact", "queue", "required", "priority", "id", postgresql_where=text(CLAIMABLE_SQL)),
         # Every queue's fits in one range, for few_fits over every queue (migration 0053): with the
-        # queue column first, a claim over 1,000 queues read 1,000 ranges.
+        # queue column first, a claim over 1,000 queues read 1,000 ranges. A claim over every queue
+        # with less than 16 left probes it once per amount (ix_tasks_fit_small_any did, 0028-0052).
         Index("ix_tasks_fit_any_exact", "required", "priority", "id", postgresql_where=text(CLAIMABLE_ANY_SQL)),
-        # The tasks that need less than 16, over every queue: a claim over every queue with less
-        # than 16 left probes it once per amount (migration 0028). Only those probes state its predicate.
-        Index(
-            "ix_tasks_fit_small_any", "bucket", "priority", "id", postgresql_where=text(CLAIMABLE_ANY_SQL + " AND bucket < 16")
-        ),
         Index("ix_tasks_parked", "pool", postgresql_where=text("parked AND state = 'queued'")),
         Index("ix_tasks_scheduled", "run_at", postgresql_where=text("state = 'scheduled'")),
         Index("ix_tasks_running", "lease_expires_at", postgresql_where=text("state = 'running'")),

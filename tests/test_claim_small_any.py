@@ -3,7 +3,8 @@
 Over many queues whose heads hold nothing that fits, such a claim used to
 list every queue with claimable tasks, walk the shared order a share per
 queue and ask each queue's buckets. fit_candidate v9 answers it with one
-probe per amount of ix_tasks_fit_small_any (bucket, priority, id), so the
+probe per amount of ix_tasks_fit_small_any (bucket, priority, id) (since
+migration 0053, of ix_tasks_fit_any_exact by required), so the
 claim lists no queue. It must still take exactly what the plain rule takes
 (tests/test_claim_exact.py's reference): single claims and batches, pools
 full and open, rows locked elsewhere, and a batch whose amount drops below

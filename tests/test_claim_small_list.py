@@ -3,7 +3,8 @@
 Below 16 every bucket holds one size, so the first fits in claim order are
 among the first rows of the buckets that fit. While the session's hint says
 the look along the shared order ran dry for the list, step L reads the first
-16 rows of each such bucket over every queue (ix_tasks_fit_small_any), keeps
+16 rows of each such bucket over every queue (ix_tasks_fit_small_any; since
+migration 0053, ix_tasks_fit_any_exact), keeps
 the listed queues' rows up to the cut (the smallest last key of a bucket read
 to its budget: past it a bucket may hold listed rows it did not read), and
 takes the first of them that no one holds, in one statement more. v30 asked

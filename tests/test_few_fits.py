@@ -217,3 +217,25 @@ def test_claims_over_more_than_128_queues_read_the_fits_whole(dsn: str, descendi
         assert len(hints) == 101
         # After the first claims, every one is step F's: the hint holds and the one range is read.
         assert all(h == (f"few:{available}", 1) for h in hints[2:-1]), hints
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_fit_candidate_over_every_queue_reads_one_range(dsn: str, descending: bool) -> None:
+    """fit_candidate v14 with no queue list: its first fit after the key is the plain rule's, read in one range."""
+    rng = random.Random(5900)
+    available = 1_000_000
+    with psycopg.connect(dsn) as conn:
+        rows = _seed(conn, rng, 1200, 0.05, available, pools=True)
+        order = sorted(_key(p, i, descending) for i, (_, p, _, _) in rows.items())
+        scans = "SELECT pg_stat_get_xact_numscans('ix_tasks_fit_any_exact'::regclass)"
+        # fit_candidate negates a descending key's priority into an integer: start at -(2^31 - 1).
+        for key in [(-2147483647, 0)] + [order[rng.randrange(len(order))] for _ in range(6)]:
+            for full in ([], ["p0"]):
+                conn.execute("SELECT set_config('taskqueue.fit_scan', '', false)")
+                before = conn.execute(scans).fetchone()[0]
+                got = conn.execute("SELECT id FROM fit_candidate(NULL, %s, %s, %s, %s, %s)",
+                                   (available, key[0], key[1], descending, full)).fetchone()[0]
+                want = _plain(rows, None, available, descending, key, tuple(full))
+                assert got == (want[0] if want else None), (key, full)
+                assert conn.execute(scans).fetchone()[0] - before == 1
+                conn.rollback()

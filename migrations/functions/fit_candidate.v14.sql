@@ -178,7 +178,10 @@
 -- Version 14 (migration 0053): over every queue, the fits are read in one
 -- range of ix_tasks_fit_any_exact (required, priority, id), which has no
 -- queue column, within the same budget (128 rows for each claimable queue
--- listed); version 13 read them queue by queue.
+-- listed); version 13 read them queue by queue. The probes below 16 over
+-- every queue (version 9) read the same index by required, in place of
+-- ix_tasks_fit_small_any by bucket, which the migration drops: below 16 the
+-- bucket is the amount.
 CREATE OR REPLACE FUNCTION fit_candidate(
     p_queues text[],
     p_remaining bigint,
@@ -257,10 +260,10 @@ BEGIN
               FROM generate_series(0, p_remaining::integer) AS b(n)
              CROSS JOIN LATERAL (
                    SELECT t.id, t.priority::bigint AS k1, t.required, t.pool FROM tasks t
-                    WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.bucket < 16
+                    WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.required < 16
                       AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                      AND (t.bucket, t.priority, t.id) > (b.n, v_lp, p_lid) AND t.bucket <= b.n
-                    ORDER BY t.bucket, t.priority, t.id LIMIT 1) c
+                      AND (t.required, t.priority, t.id) > (b.n, v_lp, p_lid) AND t.required <= b.n
+                    ORDER BY t.required, t.priority, t.id LIMIT 1) c
              ORDER BY c.k1, c.id LIMIT 1;
             RETURN;
         ELSIF p_remaining < 16 THEN
@@ -270,21 +273,21 @@ BEGIN
              CROSS JOIN LATERAL (
                    (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool FROM (
                        SELECT t.id, t.priority, t.required, t.pool FROM tasks t
-                        WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.bucket < 16 AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                          AND (t.bucket, t.priority, t.id) > (b.n, v_lp, p_lid) AND t.bucket <= b.n
-                        ORDER BY t.bucket, t.priority, t.id LIMIT 1) t
+                        WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.required < 16 AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                          AND (t.required, t.priority, t.id) > (b.n, v_lp, p_lid) AND t.required <= b.n
+                        ORDER BY t.required, t.priority, t.id LIMIT 1) t
                      WHERE t.priority <= v_lp)
                    UNION ALL
                    (SELECT t.id, -t.priority::bigint AS k1, t.required, t.pool
                       FROM (SELECT s.priority FROM tasks s
-                             WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0 AND s.bucket < 16 AND (s.pool IS NULL OR s.pool <> ALL (p_full))
-                               AND (s.bucket, s.priority) < (b.n, v_lp) AND s.bucket >= b.n
-                             ORDER BY s.bucket DESC, s.priority DESC LIMIT 1) g
+                             WHERE s.state = 'queued' AND NOT s.parked AND s.id > 0 AND s.required < 16 AND (s.pool IS NULL OR s.pool <> ALL (p_full))
+                               AND (s.required, s.priority) < (b.n, v_lp) AND s.required >= b.n
+                             ORDER BY s.required DESC, s.priority DESC LIMIT 1) g
                      CROSS JOIN LATERAL (
                          SELECT t.* FROM tasks t
-                          WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.bucket < 16 AND (t.pool IS NULL OR t.pool <> ALL (p_full))
-                            AND (t.bucket, t.priority) >= (b.n, g.priority) AND t.bucket <= b.n
-                          ORDER BY t.bucket, t.priority, t.id LIMIT 1) t
+                          WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.required < 16 AND (t.pool IS NULL OR t.pool <> ALL (p_full))
+                            AND (t.required, t.priority) >= (b.n, g.priority) AND t.required <= b.n
+                          ORDER BY t.required, t.priority, t.id LIMIT 1) t
                      WHERE t.priority = g.priority)
                    LIMIT 1) c
              ORDER BY c.k1, c.id LIMIT 1;
