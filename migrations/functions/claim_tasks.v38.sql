@@ -507,13 +507,7 @@
 --    ix_tasks_fit_small_any (bucket, priority, id) over those needing less
 --    than 16, which the migration drops: the bucket of an amount below 16 is
 --    the amount, so the rows and their order are the same, and a task needing
---    little pays one index entry where it paid two. And a claim of one task
---    over every queue whose look ran dry asks few_fits for every queue's fits
---    (up to c_fdry rows, one range), for its hint alone: over 1,000 queues
---    with 0.05% of the tasks fitting at the far end of the order (the wide
---    draw's w16), the walk along the shared order found each fit without
---    fit_candidate, so no read ever said the fits were few and every claim
---    walked (50 ms). The session's next claims take step F.
+--    little pays one index entry where it paid two.
 CREATE OR REPLACE FUNCTION claim_tasks(
     p_available bigint,
     p_limit integer,
@@ -662,7 +656,6 @@ DECLARE
     v_top integer;             -- step S descending: the highest priority a full bucket read may have cut (version 28)
     c_lwalk CONSTANT integer := 16;  -- rows step L reads per bucket over every queue (version 31)
     c_lskips CONSTANT integer := 99;  -- small claims that skip step L after its fits lay past the cut
-    c_fdry CONSTANT bigint := 1024;  -- rows few_fits may read at a dry look over every queue (version 38)
     v_lcut boolean;                  -- step L: some bucket was read to its budget
     v_lsmall boolean := false;      -- step L: a small listed claim whose look ran dry
     v_fhint text := current_setting('taskqueue.fit_scan', true);
@@ -1489,14 +1482,6 @@ BEGIN
                     v_window := false;
                     v_per_queue := c_walk * v_class;
                     IF NOT v_listed THEN  -- listed already when a hint sent this claim here first
-                        IF p_limit = 1 AND NOT p_peek AND p_available < 2147483647 AND NOT v_ffew THEN
-                            -- (version 38) The look ran dry over every queue:
-                            -- count the fits in one range, for the hint alone.
-                            -- Found few, the session's next claims take step F
-                            -- before their look and walk; past c_fdry rows, the
-                            -- next 31 dry looks skip this read (few_fits' hint).
-                            PERFORM few_fits(NULL, v_remaining, v_lk, v_lid, p_descending, '{}', 1, c_fdry);
-                        END IF;
                         v_queues := claimable_queues(NULL, c_list);
                         v_listed := true;
                         v_more := cardinality(v_queues) >= c_list;
