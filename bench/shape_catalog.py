@@ -193,9 +193,9 @@ SHAPES = [
     Shape("bytes_dense_max", "order=max; one queue; every task its own priority, rising with id; sizes in "
           "bytes within 1 MB of 1 GB, each drawn apart; 30% fit", "g", BYTES_DENSE, 999_600_000,
           order="max"),
-    # Found by the wide random draw (random_shapes --seed 6 --wide, w16): over 1,000 queues with no list and
-    # very few fits, few_fits v1 read no more than 128 queues, so each claim walked every queue's levels
-    # (migration 0053).
+    # After the wide random draw's w16 (random_shapes --seed 6 --wide): over 1,000 queues with no list and
+    # very few fits, few_fits v1 read no more than 128 queues, so each claim read every queue's range again
+    # in fit_candidate (migration 0053).
     Shape("queues_mb_rare", "1,000 queues; every task its own priority; required 1..1M (MB); the 0.05% "
           "needing 1..500 hold the worst priorities; 500 available", "g", RARE, 500, hard=True, queues=1000),
     Shape("queues_mb_rare_max", "order=max; queues_mb_rare with the fitting 0.05% at the lowest priorities",
