@@ -200,6 +200,12 @@ SHAPES = [
           "needing 1..500 hold the worst priorities; 500 available", "g", RARE, 500, hard=True, queues=1000),
     Shape("queues_mb_rare_max", "order=max; queues_mb_rare with the fitting 0.05% at the lowest priorities",
           "g", RARE_MAX, 500, order="max", hard=True, queues=1000),
+    # The wide random draw's w16 itself: the fits are spread over the order, so the walk along the shared
+    # order reached each one before any claim asked fit_candidate, and no read said they were few: every
+    # claim walked (60 ms at 200,000 tasks, migration 0054).
+    Shape("queues_epoch_falling_rare", "1,000 queues; priorities are epoch seconds of one day (in no order "
+          "of id); required falls as id grows; the newest 0.05% fit", "1700000000 + (g * 7919) %% 86400",
+          "1 + (n - g) * 1000000 / n", 500, hard=True, queues=1000),
 ]
 
 SEED = """

@@ -517,8 +517,9 @@
 --    fitting at the far end of the order (the wide draw's w16), the walk
 --    along the shared order reached each fit before any claim asked
 --    fit_candidate, so no read ever said the fits were few and every claim
---    walked (60 ms at 200,000 tasks). Found few, the session's next claims
---    take step F.
+--    walked (60 ms at 200,000 tasks). Found few, the look goes on from the
+--    first of them (few_fits, one range again), and the session's next
+--    claims take step F.
 CREATE OR REPLACE FUNCTION claim_tasks(
     p_available bigint,
     p_limit integer,
@@ -1091,9 +1092,20 @@ BEGIN
                 v_look := GREATEST(v_look, v_qcount * c_walk * v_class);
                 IF v_probe THEN
                     -- (version 39) A look that may walk that far asks first
-                    -- whether every queue's fits are few, for step F's hint.
+                    -- whether every queue's fits are few: if so, step F's
+                    -- hint is set and the look starts at the first of them.
                     v_probe := false;
-                    PERFORM count_few_fits(v_remaining);
+                    IF count_few_fits(v_remaining) THEN
+                        v_cands := few_fits(NULL, v_remaining, v_lk, v_lid, p_descending, v_full, 1);
+                        IF cardinality(v_cands) = 0 THEN
+                            RETURN;  -- no claimable task fits
+                        ELSIF v_cands IS NOT NULL THEN
+                            SELECT CASE WHEN p_descending THEN -t.priority::bigint ELSE t.priority END
+                              INTO v_lk FROM tasks t WHERE t.id = v_cands[1];
+                            v_lid := v_cands[1] - 1;
+                            v_look := c_scan;
+                        END IF;
+                    END IF;
                 END IF;
             END IF;
         END IF;
@@ -1504,10 +1516,23 @@ BEGIN
                     v_window := false;
                     v_per_queue := c_walk * v_class;
                     IF v_probe THEN
-                        -- (version 39) Are every queue's fits few? For step
-                        -- F's hint: the walk ahead may reach them all.
+                        -- (version 39) Are every queue's fits few? If so,
+                        -- step F's hint is set, and the look goes on from
+                        -- the first of them after the last key read, not
+                        -- along the walk (which may read to the far end).
                         v_probe := false;
-                        PERFORM count_few_fits(v_remaining);
+                        IF count_few_fits(v_remaining) THEN
+                            v_cands := few_fits(NULL, v_remaining, v_lk, v_lid, p_descending, v_full, 1);
+                            IF cardinality(v_cands) = 0 THEN
+                                RETURN;  -- nothing after the look fits
+                            ELSIF v_cands IS NOT NULL THEN
+                                SELECT CASE WHEN p_descending THEN -t.priority::bigint ELSE t.priority END
+                                  INTO v_lk FROM tasks t WHERE t.id = v_cands[1];
+                                v_lid := v_cands[1] - 1;
+                                v_look := c_scan;
+                                CONTINUE look;
+                            END IF;
+                        END IF;
                     END IF;
                     IF NOT v_listed THEN  -- listed already when a hint sent this claim here first
                         v_queues := claimable_queues(NULL, c_list);
