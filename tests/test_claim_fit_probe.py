@@ -4,10 +4,12 @@ Over many queues with few fits at the far end of the claim order, the walk
 along the shared order reached each fit before any claim asked
 fit_candidate, so no read ever said the fits were few and every claim
 walked (the wide random draw's w16: 60 ms a claim at 200,000 tasks). The
-first dry look now counts the fits in one range of ix_tasks_fit_any_exact
-within a budget (128 rows, then 512, then 1,024 while the count runs past
-it, each such count skipping the next 31 dry looks). What is claimed must
-stay the plain rule's task whichever way it is found.
+first dry look (and a look the session's count of queues lets walk far)
+now counts the fits in one range of ix_tasks_fit_any_exact within a budget
+(128 rows, then 512, then 1,024 while the count runs past it, each such
+count skipping the next 31 calls, 255 past 1,024); found few, the claim goes
+on from the first of them. What is claimed must stay the plain rule's task
+whichever way it is found.
 """
 
 from __future__ import annotations
@@ -103,11 +105,12 @@ def test_the_count_adds_a_bounded_read_to_a_sessions_first_claim(dsn: str) -> No
             conn.commit()
             buffers[probe], plan = explain(conn, sql)
             assert plan["Actual Rows"] == 1
-        conn.execute("SELECT set_config('taskqueue.fit_probe', '', false)")
-        got = conn.execute(sql.replace("*", "id")).fetchall()
-        probe_after = conn.execute("SELECT current_setting('taskqueue.fit_probe', true)").fetchone()[0]
-        conn.rollback()
-    assert len(got) == 1
-    assert probe_after == "512:31"
+        after = []
+        for probe in ("", "1024:0"):  # past the largest budget, the count is skipped for longer
+            conn.execute("SELECT set_config('taskqueue.fit_probe', %s, false)", (probe,))
+            assert len(conn.execute(sql.replace("*", "id")).fetchall()) == 1
+            after.append(conn.execute("SELECT current_setting('taskqueue.fit_probe', true)").fetchone()[0])
+            conn.rollback()
+    assert after == ["512:31", "1024:255"]
     # 129 rows of one index range: a few leaf pages, or a heap page a row where the visibility map is unset.
     assert buffers[""] - buffers["128:5"] < 160, buffers

@@ -9,10 +9,12 @@
 -- (few_fits reads them whole, within taskqueue.fit_budget, set to at least
 -- c_fdry rows).
 -- Past it, the next budget is four times as large, up to c_fdry, and the
--- next c_fpskips calls count nothing. The budget and the calls left to skip
--- are the setting taskqueue.fit_probe, 'budget:skips'; the first budget in a
--- session is c_fprobe rows, so a session's first claim pays little for it.
--- Where the fits are many it costs about c_fdry / c_fpskips rows a call.
+-- next c_fpskips calls count nothing (c_fdskips past c_fdry itself). The
+-- budget and the calls left to skip are the setting taskqueue.fit_probe,
+-- 'budget:skips'; the first budget in a session is c_fprobe rows, so a
+-- session's first claim pays little for it. Where the fits are many it
+-- costs about c_fdry / c_fdskips rows a call, and a call a claim that only
+-- counts down (about 7 us).
 --
 -- Why: over 1,000 queues with 0.05% of the tasks fitting at the far end of
 -- the claim order (the wide random draw's w16), the walk along the shared
@@ -35,6 +37,7 @@ DECLARE
     c_fprobe CONSTANT bigint := 128;   -- the first budget in a session
     c_fdry CONSTANT bigint := 1024;    -- the largest
     c_fpskips CONSTANT integer := 31;  -- calls that count nothing after a count past the budget
+    c_fdskips CONSTANT integer := 255; -- after a count past the largest budget
     v_probe text := COALESCE(current_setting('taskqueue.fit_probe', true), '');
     v_hint text := COALESCE(current_setting('taskqueue.fit_scan', true), '');
     v_budget bigint := c_fprobe;
@@ -54,7 +57,8 @@ BEGIN
              WHERE t.state = 'queued' AND NOT t.parked AND t.id > 0 AND t.required <= p_remaining
              ORDER BY t.required, t.priority, t.id LIMIT v_budget + 1) f;
     IF v_n > v_budget THEN
-        PERFORM set_config('taskqueue.fit_probe', least(4 * v_budget, c_fdry)::text || ':' || c_fpskips::text, false);
+        PERFORM set_config('taskqueue.fit_probe', least(4 * v_budget, c_fdry)::text || ':'
+                           || (CASE WHEN v_budget >= c_fdry THEN c_fdskips ELSE c_fpskips END)::text, false);
         RETURN false;
     END IF;
     -- A hint already few for at least this amount stays as it is. Step F's
