@@ -7,7 +7,7 @@ walked (the wide random draw's w16: 60 ms a claim at 200,000 tasks). The
 first dry look (and a look the session's count of queues lets walk far)
 now counts the fits in one range of ix_tasks_fit_any_exact within a budget
 (128 rows, then 512, then 1,024 while the count runs past it, each such
-count skipping the next 31 calls, 255 past 1,024); found few, the claim goes
+count skipping the next 2 calls, 8 past 512, 255 past 1,024); found few, the claim goes
 on from the first of them. What is claimed must stay the plain rule's task
 whichever way it is found.
 """
@@ -82,12 +82,12 @@ def test_a_count_past_its_budget_grows_it_and_skips_the_next_dry_looks(dsn: str)
         rows = _seed(conn, 300)
         seen = _claim_all(conn, rows, False, 40)
     assert len(seen) == 40
-    # 300 fits: past the first budget of 128, so the next count may read 512, after 31 dry looks that skip it.
-    assert seen[0][0] != f"few:{AVAILABLE}" and seen[0][1] == "512:31", seen[0]
-    assert [s[1] for s in seen[1:32]] == [f"512:{n}" for n in range(30, -1, -1)], seen[:33]
-    # The 33rd claim counts within 512 rows and finds them few; from then on step F takes them.
-    assert seen[32][0] == f"few:{AVAILABLE}", seen[32]
-    assert all(s[0] == f"few:{AVAILABLE}" and s[2] == 1 for s in seen[33:]), seen[33:]
+    # 300 fits: past the first budget of 128, so the next count may read 512, after 2 claims that skip it.
+    assert seen[0][0] != f"few:{AVAILABLE}" and seen[0][1] == "512:2", seen[0]
+    assert [s[1] for s in seen[1:3]] == ["512:1", "512:0"], seen[:4]
+    # The 4th claim counts within 512 rows and finds them few; from then on step F takes them.
+    assert seen[3][0] == f"few:{AVAILABLE}", seen[3]
+    assert all(s[0] == f"few:{AVAILABLE}" and s[2] == 1 for s in seen[4:]), seen[4:]
 
 
 def test_the_count_adds_a_bounded_read_to_a_sessions_first_claim(dsn: str) -> None:
@@ -111,6 +111,6 @@ def test_the_count_adds_a_bounded_read_to_a_sessions_first_claim(dsn: str) -> No
             assert len(conn.execute(sql.replace("*", "id")).fetchall()) == 1
             after.append(conn.execute("SELECT current_setting('taskqueue.fit_probe', true)").fetchone()[0])
             conn.rollback()
-    assert after == ["512:31", "1024:255"]
+    assert after == ["512:2", "1024:255"]
     # 129 rows of one index range: a few leaf pages, or a heap page a row where the visibility map is unset.
     assert buffers[""] - buffers["128:5"] < 160, buffers

@@ -12,7 +12,7 @@ queue now asks count_few_fits at its first dry look, and before a look that
 may walk as far as the session's count of queues allows: it counts the fits
 in one range of ix_tasks_fit_any_exact within a small budget that grows
 while the count runs past it (128 rows, then 512, then 1,024, each count
-past its budget skipping the next 31 calls, 255 past 1,024). Found few, the
+past its budget skipping the next 2 calls, 8 past 512, 255 past 1,024). Found few, the
 claim goes on from the first fit (few_fits, in the same range) rather than
 along the walk, and the session's next claims take step F. No index or
 table changes.
