@@ -511,7 +511,7 @@
 -- Version 39 (migration 0054): a claim of one task over every queue asks
 --    count_few_fits whether every queue's fits are few (one range of
 --    ix_tasks_fit_any_exact, within a small budget that grows while the
---    count runs past it), for step F's hint alone: at its first dry look,
+--    count runs past it), for step F's hint and for itself: at its first dry look,
 --    and before a look whose budget the session's count of queues set
 --    (which may walk that far). Over 1,000 queues with 0.05% of the tasks
 --    fitting at the far end of the order (the wide draw's w16), the walk
