@@ -37,6 +37,7 @@ class Options:
     count: int | None = None
     seed: int | None = None
     wide: bool = False
+    limit: int | None = None
 
 
 def with_dbname(dsn: str, dbname: str) -> str:

@@ -168,8 +168,26 @@ def ours_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict
     tq.peek(available=1)
     stop = common.ready(counter, sync)
     n, lat, empty, run = 0, [], 0, 0
+    limit = args.get("limit") or 1
     while not stop.is_set() and n < args["cap"]:
         a = draw_available(shape, rng)
+        if limit > 1:  # claim_many of ``limit`` and one complete_many (bench versions --limit)
+            t0 = time.perf_counter()
+            batch = tq.claim_many(available=a, limit=limit, worker=f"ours-{idx}", order=shape.order,  # type: ignore[arg-type]
+                                  queues=shape.queue_list)
+            lat.append(time.perf_counter() - t0)
+            if not batch:
+                empty, run = empty + 1, run + 1
+                if _stop_on_empty(shape, run):
+                    break
+                continue
+            run = 0
+            if a is not None and sum(t.required for t in batch) > a:
+                raise RuntimeError(f"claimed {len(batch)} tasks needing more than available={a}")
+            tq.complete_many([(t, None) for t in batch])
+            n += len(batch)
+            counter.value = n
+            continue
         t0 = time.perf_counter()
         task = tq.claim(available=a, worker=f"ours-{idx}", order=shape.order,  # type: ignore[arg-type]
                         queues=shape.queue_list)

@@ -6,7 +6,9 @@ function file (``--old``, e.g. ``claim_tasks.v10``; several, comma-separated,
 are loaded in that order) is loaded into one copy, and the two are measured
 in interleaved rounds, 1 and 8 consumers each, so a slow spell of the
 machine falls on both. The result is new / old per
-round and the median of the rounds.
+round and the median of the rounds, in tasks claimed and completed a
+second. With ``--limit N`` each consumer claims with ``claim_many(limit=N)``
+and finishes the batch with one ``complete_many``.
 
 An index a version changed is named the same way: ``ix_tasks_fit_fine.v1``
 (the fine index before migration 0043) rebuilds it in the older copy as it
@@ -62,7 +64,8 @@ def load_old(dsn: str, schema: str, name: str) -> None:
         engine.dispose()
 
 
-def measure(dsn: str, shape: shape_catalog.Shape, rows: int, seconds: float, old: str) -> dict[str, Any]:
+def measure(dsn: str, shape: shape_catalog.Shape, rows: int, seconds: float, old: str,
+            limit: int = 1) -> dict[str, Any]:
     for schema in (OLD_SCHEMA, NEW_SCHEMA):
         common.console.log(f"versions: {shape.name}: seeding {rows:,} rows into {schema}")
         shapes.seed(dsn, schema, shape, rows)
@@ -76,13 +79,13 @@ def measure(dsn: str, shape: shape_catalog.Shape, rows: int, seconds: float, old
             # Alternate which goes first, so neither always gets the warmer cache.
             order = (OLD_SCHEMA, NEW_SCHEMA) if r % 2 == 0 else (NEW_SCHEMA, OLD_SCHEMA)
             for schema in order:
-                args = {"dsn": dsn, "schema": schema, "shape": shape, "cap": cap}
+                args = {"dsn": dsn, "schema": schema, "shape": shape, "cap": cap, "limit": limit}
                 label = f"{shape.name} {'old' if schema == OLD_SCHEMA else 'new'} x{clients} round {r + 1}"
                 got[schema], _ = shapes.phase(shapes.ours_client, clients, args, label, seconds)
                 shapes.reset(dsn, schema)
             rounds[f"x{clients}"].append({"old_per_s": got[OLD_SCHEMA], "new_per_s": got[NEW_SCHEMA],
                                           "new_over_old": common.ratio(got[NEW_SCHEMA], got[OLD_SCHEMA])})
-    out: dict[str, Any] = {"shape": shape.name, "rows": rows, "old": old, "rounds": rounds}
+    out: dict[str, Any] = {"shape": shape.name, "rows": rows, "old": old, "limit": limit, "rounds": rounds}
     for key, values in rounds.items():
         out[key] = statistics.median(v["new_over_old"] for v in values)
     return out
@@ -99,12 +102,14 @@ def run(opts: common.Options) -> dict[str, Any]:
     rows = opts.rows or shapes.DEFAULT_ROWS
     seconds = opts.seconds or 5.0
     try:
-        results = [measure(opts.dsn, s, rows, seconds, opts.old) for s in picked]
+        if opts.limit is not None and not 1 <= opts.limit <= 100_000:
+            raise SystemExit("versions: --limit must be between 1 and 100000")
+        results = [measure(opts.dsn, s, rows, seconds, opts.old, opts.limit or 1) for s in picked]
     finally:
         for schema in (OLD_SCHEMA, NEW_SCHEMA):
             common.drop_schema(opts.dsn, schema)
     return {"scenario": "versions", "rows": rows, "seconds_per_phase": seconds, "rounds": ROUNDS,
-            "clients": shapes.CLIENTS, "old": opts.old, "shapes": results}
+            "clients": shapes.CLIENTS, "old": opts.old, "limit": opts.limit or 1, "shapes": results}
 
 
 def table(result: dict[str, Any]) -> str:

@@ -74,10 +74,10 @@ NOT_CONSTANT = set(BOUNDARY_FITS) | set(PER_QUEUE)
 # The same holds for a list in descending order (listed_mb_half_max, 20 of 40
 # queues: 24,726 buffers at 200k, 12,098 at 10k), whose batches merge a window
 # of each listed queue.
-# claim_many(100) over queues_epoch_falling_rare (1,000 queues, 0.05% fitting, spread over the order) walks
-# the shared order between its fits: 15,053 buffers at 200k for its 100 tasks (claim_tasks v39 counts the
-# fits for single claims only).
-BATCH_PER_QUEUE = {"queues_mb_half_max": 400, "listed_mb_half_max": 400, "queues_epoch_falling_rare": 15}
+# claim_many(100) over queues_epoch_falling_rare (1,000 queues, 0.05% fitting, spread over the order) walked
+# the shared order between its fits until claim_tasks v40: 15,053 buffers at 200k for its 100 tasks, held to
+# 15 buffers a queue. Since v40 (step M) it counts the fits and takes them from one read: held to BATCH_BUDGET.
+BATCH_PER_QUEUE = {"queues_mb_half_max": 400, "listed_mb_half_max": 400}
 # A hard shape over a list: the claim asks each listed queue's buckets (20
 # queues, 5 exact probes each, about 380 buffers at 200k), so at 200k the
 # naive walk (3,662 buffers on the embedded server) is under 10 times it,
