@@ -11,10 +11,14 @@ orders, lists of queues, full pools, rows locked elsewhere.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import random
+from typing import Any
 
 import psycopg
 import pytest
+
+from taskqueue import TaskQueue
 
 from tests.test_claim_exact import Row, reference
 from tests.test_claim_plan import explain
@@ -124,3 +128,50 @@ def test_a_batch_reads_the_fits_not_the_walk_between_them(dsn: str) -> None:
             buffers[probe], plan = explain(conn, sql)
             assert plan["Actual Rows"] == 4
     assert buffers[""] * 5 < buffers["1024:200"], buffers
+
+
+def _batches_until_empty(dsn: str, start: Any, out: Any, index: int) -> None:
+    """claim_many of 10 over every queue (every other process: descending), each batch completed at once."""
+    got: list[tuple[int, int, str | None]] = []
+    with TaskQueue(dsn, pool_size=1, max_overflow=0) as tq:
+        start.wait(60)
+        empty = 0
+        while empty < 3:  # a batch can come back empty while the others hold the last fits
+            batch = tq.claim_many(available=AVAILABLE, limit=10, order="max" if index % 2 else "min")
+            if not batch:
+                empty += 1
+                continue
+            empty = 0
+            assert sum(t.required for t in batch) <= AVAILABLE
+            got.extend((t.id, t.required, t.pool) for t in batch)
+            tq.complete_many([(t, None) for t in batch])
+    out.put(got)
+
+
+@pytest.mark.slow
+def test_four_processes_take_every_few_fit_once(dsn: str) -> None:
+    """Four sessions take the same few fits by step M at once: each fit exactly once, none too big, and the
+    pools' counts exact at the end (each batch is completed before the next)."""
+    rng = random.Random(3)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        _seed(conn, rng, 8_000, 120, True)
+        conn.execute("UPDATE pools SET running_limit = 3 WHERE name = 'p0'")
+        fits = {r[0] for r in conn.execute("SELECT id FROM tasks WHERE required <= %s", (AVAILABLE,))}
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_batches_until_empty, args=(dsn, start, out, i)) for i in range(4)]
+    for p in procs:
+        p.start()
+    start.set()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * 4
+    taken = [tid for part in results for tid, _, _ in part]
+    assert len(taken) == len(set(taken)), "a fit was claimed twice"
+    assert set(taken) == fits, "every fit is taken, and nothing else"
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT * FROM taskqueue.invariant_violations").fetchall() == []
+        assert conn.execute("SELECT sum(running) FROM taskqueue.pools").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM taskqueue.tasks WHERE state <> 'done' AND required <= %s",
+                            (AVAILABLE,)).fetchone() == (0,)
