@@ -7,8 +7,8 @@ walked (the wide random draw's w16: 60 ms a claim at 200,000 tasks). The
 first dry look (and a look the session's count of queues lets walk far)
 now counts the fits in one range of ix_tasks_fit_any_exact within a budget
 (128 rows, then 512, then 1,024 while the count runs past it; since
-migration 0056 a dry look counts on at once, and only a count past 1,024
-skips calls, the next 255); found few, the claim goes
+migration 0056 only a count past 1,024 skips calls, the next 255); found
+few, the claim goes
 on from the first of them. What is claimed must stay the plain rule's task
 whichever way it is found.
 """
@@ -78,22 +78,22 @@ def test_few_fits_past_a_long_walk_make_the_next_claims_take_step_f(dsn: str, de
     assert all(s == (f"few:{AVAILABLE}", seen[0][1], 1) for s in seen[1:]), seen
 
 
-def test_a_count_past_its_budget_counts_again_at_once_within_the_next(dsn: str) -> None:
+def test_a_count_past_its_budget_grows_it_for_the_next_claim(dsn: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = _seed(conn, 300)
         seen = _claim_all(conn, rows, False, 40)
     assert len(seen) == 40
-    # 300 fits: past the first budget of 128, so the same dry look counts again within 512 and finds them
-    # few (count_few_fits v2 skips no call below 1,024; v1 skipped the next 2, whose claims walked) ...
-    assert seen[0][:2] == (f"few:{AVAILABLE}", "512:0"), seen[0]
-    # ... and from then on step F takes them, one range a claim.
-    assert all(s[0] == f"few:{AVAILABLE}" and s[2] == 1 for s in seen[1:]), seen[1:]
+    # 300 fits: past the first budget of 128, so the next count may read 512 ...
+    assert seen[0][0] != f"few:{AVAILABLE}" and seen[0][1] == "512:0", seen[0]
+    # ... and the next claim makes it (count_few_fits v2 skips no call below 1,024; v1 skipped the next 2,
+    # whose claims walked), finds them few, and from then on step F takes them, one range a claim.
+    assert seen[1][:2] == (f"few:{AVAILABLE}", "512:0"), seen[1]
+    assert all(s[0] == f"few:{AVAILABLE}" and s[2] == 1 for s in seen[2:]), seen[2:]
 
 
 def test_the_count_adds_a_bounded_read_to_a_sessions_first_claim(dsn: str) -> None:
-    """Many fits (10,000 here, behind 10,000 tasks too big): the dry look counts within 128, 512 and 1,024
-    rows (1,667 index rows), and no more. Against the same claim with the count skipped, warm both (the
-    first calls plan)."""
+    """Many fits (10,000 here, behind 10,000 tasks too big): the count reads its first budget, 129 index rows,
+    and no more. Against the same claim with the count skipped, warm both (the first calls plan)."""
     with psycopg.connect(dsn) as conn:
         _seed(conn, 10_000)
         conn.commit()
@@ -112,9 +112,8 @@ def test_the_count_adds_a_bounded_read_to_a_sessions_first_claim(dsn: str) -> No
             assert len(conn.execute(sql.replace("*", "id")).fetchall()) == 1
             after.append(conn.execute("SELECT current_setting('taskqueue.fit_probe', true)").fetchone()[0])
             conn.rollback()
-    assert after == ["1024:255", "1024:255"]
-    # 1,667 rows of one index range: a few leaf pages (19 buffers measured), or a heap page a row where the
-    # visibility map is unset.
+    assert after == ["512:0", "1024:255"]
+    # 129 rows of one index range: a few leaf pages, or a heap page a row where the visibility map is unset.
     assert buffers[""] - buffers["128:5"] < 160, buffers
 
 

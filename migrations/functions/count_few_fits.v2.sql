@@ -14,7 +14,7 @@
 -- skip are the setting taskqueue.fit_probe, 'budget:skips'; the first
 -- budget in a session is c_fprobe rows, so a session's first claim pays
 -- little for it, and a session whose fits are a few hundred finds them few
--- by its second count (with 31 skips at each budget, 32 claims walked
+-- by its second claim (with 31 skips at each budget, 32 claims walked
 -- first: over 1,000 queues at 1M tasks, 500 fits, the claim's p99 was one
 -- of them, 39.6 ms). Where the fits are many it costs about
 -- c_fdry / c_fdskips rows a call, and a call that only counts down (about
@@ -26,7 +26,8 @@
 -- query does: over 1,000 queues with 500 fits at 1,000,000 tasks, each of
 -- 8 consumer sessions walked its first 3 or 4 claims (a session's 500 / 8
 -- fits leave little to spread that over), and 8 consumers ran slower than
--- one. claim_tasks v41 also counts again at once at a dry look.
+-- one. Now a session walks once: its first count (128 rows) runs past, and
+-- its second claim counts within 512.
 --
 -- Why: over 1,000 queues with 0.05% of the tasks fitting at the far end of
 -- the claim order (the wide random draw's w16), the walk along the shared

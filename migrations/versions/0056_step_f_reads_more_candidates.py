@@ -1,4 +1,4 @@
-"""Step F takes the first of 32 fits no one holds; a dry look counts on at once.
+"""Step F takes the first of 32 fits no one holds; no count is skipped below 1,024 rows.
 
 Revision ID: 0056
 Revises: 0055
@@ -12,9 +12,8 @@ candidates (the take locks the first one no one holds, so a longer list
 costs only the rows passed over), and a claim over every queue that loses
 them all counts the fits at its first dry look instead of walking.
 count_few_fits v2 skips no call below its largest budget (version 1 skipped
-2 after 128 rows and 8 after 512, and each skipped claim walked), and a dry
-look counts again at once while a count runs past a budget below 1,024
-rows. No index or table changes.
+2 after 128 rows and 8 after 512, and each skipped claim walked). No index
+or table changes.
 """
 
 from __future__ import annotations
