@@ -11,7 +11,6 @@ orders, lists of queues, full pools, rows locked elsewhere.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import random
 from typing import Any
 
@@ -19,9 +18,9 @@ import psycopg
 import pytest
 
 from taskqueue import TaskQueue
-
 from tests.test_claim_exact import Row, reference
 from tests.test_claim_plan import explain
+from tests.test_multiprocess import _run
 
 AVAILABLE = 1_000
 QUEUES = 60
@@ -157,16 +156,7 @@ def test_four_processes_take_every_few_fit_once(dsn: str) -> None:
         _seed(conn, rng, 8_000, 120, True)
         conn.execute("UPDATE pools SET running_limit = 3 WHERE name = 'p0'")
         fits = {r[0] for r in conn.execute("SELECT id FROM tasks WHERE required <= %s", (AVAILABLE,))}
-    ctx = mp.get_context("spawn")
-    start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_batches_until_empty, args=(dsn, start, out, i)) for i in range(4)]
-    for p in procs:
-        p.start()
-    start.set()
-    results = [out.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(60)
-    assert [p.exitcode for p in procs] == [0] * 4
+    results = _run(_batches_until_empty, dsn)  # four processes, released together
     taken = [tid for part in results for tid, _, _ in part]
     assert len(taken) == len(set(taken)), "a fit was claimed twice"
     assert set(taken) == fits, "every fit is taken, and nothing else"
