@@ -168,40 +168,31 @@ def ours_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict
     tq.peek(available=1)
     stop = common.ready(counter, sync)
     n, lat, empty, run = 0, [], 0, 0
-    limit = args.get("limit") or 1
+    limit = args.get("limit") or 1  # above 1: claim_many and one complete_many (bench versions --limit)
     while not stop.is_set() and n < args["cap"]:
         a = draw_available(shape, rng)
-        if limit > 1:  # claim_many of ``limit`` and one complete_many (bench versions --limit)
-            t0 = time.perf_counter()
-            batch = tq.claim_many(available=a, limit=limit, worker=f"ours-{idx}", order=shape.order,  # type: ignore[arg-type]
-                                  queues=shape.queue_list)
-            lat.append(time.perf_counter() - t0)
-            if not batch:
-                empty, run = empty + 1, run + 1
-                if _stop_on_empty(shape, run):
-                    break
-                continue
-            run = 0
-            if a is not None and sum(t.required for t in batch) > a:
-                raise RuntimeError(f"claimed {len(batch)} tasks needing more than available={a}")
-            tq.complete_many([(t, None) for t in batch])
-            n += len(batch)
-            counter.value = n
-            continue
         t0 = time.perf_counter()
-        task = tq.claim(available=a, worker=f"ours-{idx}", order=shape.order,  # type: ignore[arg-type]
-                        queues=shape.queue_list)
+        if limit > 1:
+            got = tq.claim_many(available=a, limit=limit, worker=f"ours-{idx}", order=shape.order,  # type: ignore[arg-type]
+                                queues=shape.queue_list)
+        else:
+            task = tq.claim(available=a, worker=f"ours-{idx}", order=shape.order,  # type: ignore[arg-type]
+                            queues=shape.queue_list)
+            got = [] if task is None else [task]
         lat.append(time.perf_counter() - t0)
-        if task is None:
+        if not got:
             empty, run = empty + 1, run + 1
             if _stop_on_empty(shape, run):
                 break
             continue
         run = 0
-        if task.required > a:
-            raise RuntimeError(f"claimed {task!r} with available={a}")
-        tq.complete(task)
-        n += 1
+        if a is not None and sum(t.required for t in got) > a:
+            raise RuntimeError(f"claimed {got!r} with available={a}")
+        if limit > 1:
+            tq.complete_many([(t, None) for t in got])
+        else:
+            tq.complete(got[0])
+        n += len(got)
         counter.value = n
     tq.close()
     return {"count": n, "lat": lat, "empty": empty}
