@@ -15,7 +15,7 @@ from . import common
 SCENARIOS = (
     "shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "async_api", "report",
     "versions", "instructions", "stale", "due_burst", "gil_threads", "cpu_neighbour", "random_shapes", "locked_fits",
-    "k_walks",
+    "k_walks", "cpu_split", "client_loops",
 )
 
 
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dsn", default=common.DEFAULT_DSN, help="libpq DSN (database created if missing)")
     parser.add_argument("--churn-rows", type=int, default=None, help="report only: size of the churn run")
     parser.add_argument("--only", default=None,
-                        help="shapes, versions, instructions, k_walks: comma-separated shape names; "
+                        help="shapes, versions, instructions, k_walks, cpu_split: comma-separated shape names; "
                              "locked_fits: cases; scheduling: drain or real; "
                              "pools: many, big, big_head, slow, slow_random or slow_falling; "
                              "enqueue: index_cost, level_index_cost, fine_include_cost or any_exact_cost")

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/bench"
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 console = Console(stderr=True)
 
@@ -181,12 +182,15 @@ def run_clients(
     label: str,
     total: float,
     seconds: float | None = None,
+    marks: dict[str, Any] | None = None,
 ) -> tuple[float, list[dict[str, Any]], int]:
     """Run ``fn`` in ``clients`` processes, started together; return (elapsed, results, count).
 
     Each client adds to its shared counter as it works and returns when the
     stop event is set (after ``seconds``) or when its own work runs out.
-    ``total`` is what the progress bar counts to.
+    ``total`` is what the progress bar counts to. A ``marks`` dict gets the
+    clock's two ends as ``(machine busy CPU seconds, this process's CPU
+    seconds)`` under "go" and "end" (bench/cpu_split.py).
     """
     ctx = mp.get_context("fork")
     counters = [ctx.Value("q", 0, lock=False) for _ in range(clients)]
@@ -209,6 +213,8 @@ def run_clients(
     results: list[dict[str, Any]] = [{} for _ in range(clients)]
     with progress() as bar:
         task = bar.add_task(label, total=total)
+        if marks is not None:
+            marks["go"] = (machine_busy(), time.process_time())
         start = time.perf_counter()
         go.set()
         got = 0
@@ -223,6 +229,8 @@ def run_clients(
                 results[idx] = res
                 got += 1
         elapsed = time.perf_counter() - start
+        if marks is not None:
+            marks["end"] = (machine_busy(), time.process_time())
         bar.update(task, completed=total)
     stop.set()
     for p in procs:
@@ -234,11 +242,28 @@ def run_clients(
     return elapsed, results, count
 
 
+def machine_busy() -> float | None:
+    """CPU seconds the whole machine has been busy since boot, over every CPU (/proc/stat); None elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+    return (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / _TICK  # user nice system irq softirq
+
+
+#: In a client process: its CPU time (``time.process_time``) when the clock started, set by ``ready``.
+#: bench/cpu_split.py reads it to count a client's CPU on the clock alone, not its imports and connecting.
+started_cpu: float | None = None
+
+
 def ready(counter: Any, sync: Any) -> Any:
     """Called by a client once connected: say so, wait for the start, return the stop event."""
+    global started_cpu
     go, stop = sync
     counter.value = -1
     go.wait()
+    started_cpu = time.process_time()
     return stop
 
 

@@ -113,7 +113,7 @@ def _stop_on_empty(shape: Shape, empty_run: int) -> bool:
     return not isinstance(shape.available, tuple) or empty_run >= EMPTY_IN_A_ROW
 
 
-def _naive_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
+def naive_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
     shape: Shape = args["shape"]
     sql = shape.naive_sql()
     rng = random.Random(idx)
@@ -258,7 +258,7 @@ def claim_latency(dsn: str, schemas: tuple[str, str], shape: Shape, samples: int
 def naive_phase(dsn: str, shape: Shape, clients: int, args: dict[str, Any], seconds: float) -> float:
     """One timed phase of the naive query over its own index, which exists only for it."""
     common.execute(dsn, SCHEMA, shape.naive_index, "ANALYZE tasks", "CHECKPOINT")
-    rate, _ = phase(_naive_client, clients, args, f"{shape.name} naive x{clients}", seconds)
+    rate, _ = phase(naive_client, clients, args, f"{shape.name} naive x{clients}", seconds)
     common.execute(dsn, SCHEMA, "DROP INDEX bench_naive")
     reset(dsn, SCHEMA)
     return rate
