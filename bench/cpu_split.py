@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from . import common, shapes
-from .shape_catalog import SHAPES, Shape
+from .shape_catalog import Shape, chosen
 
 SCHEMA = "bench_cpu_split"
 #: The dense shapes whose 8-consumer ratio was below 0.8x in the run of record on claim_tasks v41.
@@ -106,13 +106,9 @@ def measure(dsn: str, shape: Shape, rows: int, seconds: float) -> dict[str, Any]
 def run(opts: common.Options) -> dict[str, Any]:
     rows = opts.rows or shapes.DEFAULT_ROWS
     seconds = opts.seconds or 5.0
-    wanted = [s.strip() for s in opts.only.split(",")] if opts.only else list(DEFAULT)
-    by_name = {s.name: s for s in SHAPES}
-    unknown = sorted(set(wanted) - set(by_name))
-    if unknown:
-        raise SystemExit(f"cpu_split: no shape {', '.join(unknown)}")
+    wanted = chosen(opts.only, DEFAULT, "cpu_split")
     try:
-        results = [measure(opts.dsn, by_name[name], rows, seconds) for name in wanted]
+        results = [measure(opts.dsn, shape, rows, seconds) for shape in wanted]
     finally:
         common.drop_schema(opts.dsn, SCHEMA)
     return {"scenario": "cpu_split", "rows": rows, "seconds_per_phase": seconds, "rounds": ROUNDS,

@@ -20,7 +20,7 @@ from typing import Any
 
 from . import common, shapes
 from .instructions import newest_claim_tasks
-from .shape_catalog import SHAPES
+from .shape_catalog import chosen
 
 SCHEMA = "bench_k_walks"
 DEFAULT = ("one_size", "mb_half", "deadlines", "deadlines_max", "listed_deadlines", "queues_half")
@@ -38,14 +38,9 @@ def counting_claim() -> str:
 def run(opts: common.Options) -> dict[str, Any]:
     rows = opts.rows or 200_000
     seconds = opts.seconds or 8.0
-    wanted = [s.strip() for s in opts.only.split(",")] if opts.only else list(DEFAULT)
-    by_name = {s.name: s for s in SHAPES}
-    unknown = sorted(set(wanted) - set(by_name))
-    if unknown:
-        raise SystemExit(f"k_walks: no shape {', '.join(unknown)}")
     out: dict[str, Any] = {}
-    for name in wanted:
-        shape = by_name[name]
+    for shape in chosen(opts.only, DEFAULT, "k_walks"):
+        name = shape.name
         shapes.seed(opts.dsn, SCHEMA, shape, rows)
         common.execute(opts.dsn, SCHEMA, "CREATE SEQUENCE k_walks", counting_claim())
         args = {"dsn": opts.dsn, "schema": SCHEMA, "shape": shape, "cap": rows}

@@ -208,6 +208,16 @@ SHAPES = [
           "1 + (n - g) * 1000000 / n", 500, hard=True, queues=1000),
 ]
 
+
+def chosen(only: str | None, default: tuple[str, ...] | list[str], scenario: str) -> list[Shape]:
+    """The shapes named in ``--only`` (comma-separated), else ``default``; an unknown name stops the run."""
+    wanted = [s.strip() for s in only.split(",")] if only else list(default)
+    by_name = {s.name: s for s in SHAPES}
+    unknown = sorted(set(wanted) - set(by_name))
+    if unknown:
+        raise SystemExit(f"{scenario}: no shape {', '.join(unknown)}")
+    return [by_name[name] for name in wanted]
+
 SEED = """
 INSERT INTO tasks (queue, payload, priority, required, pool, state, max_attempts)
 SELECT CASE WHEN {queues} = 1 THEN 'default' ELSE 'q' || (g * 17) %% {queues} END, '{{}}'::jsonb, {priority}, {required},
