@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/bench"
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100  # /proc's unit of CPU time, a second
 
 console = Console(stderr=True)
 
@@ -242,14 +242,20 @@ def run_clients(
     return elapsed, results, count
 
 
-def machine_busy() -> float | None:
-    """CPU seconds the whole machine has been busy since boot, over every CPU (/proc/stat); None elsewhere."""
+def machine_jiffies() -> tuple[int, int] | None:
+    """(all jiffies, idle + iowait jiffies) since boot, over every CPU (/proc/stat); None elsewhere."""
     try:
         with open("/proc/stat") as f:
             fields = [int(x) for x in f.readline().split()[1:]]
     except OSError:
         return None
-    return (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / _TICK  # user nice system irq softirq
+    return sum(fields), fields[3] + fields[4]
+
+
+def machine_busy() -> float | None:
+    """CPU seconds the whole machine has been busy since boot, over every CPU; None elsewhere."""
+    jiffies = machine_jiffies()
+    return None if jiffies is None else (jiffies[0] - jiffies[1]) / TICK
 
 
 #: In a client process: its CPU time (``time.process_time``) when the clock started, set by ``ready``.

@@ -15,17 +15,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _machine() -> tuple[int, int] | None:
-    """(all jiffies, idle + iowait jiffies) since boot, over every CPU."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except OSError:
-        return None
-    return sum(fields), fields[3] + fields[4]
+from .common import TICK as _TICK
+from .common import machine_jiffies as _machine
 
 
 def _cpu_seconds(pid: int) -> float:
