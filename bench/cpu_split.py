@@ -21,6 +21,7 @@ taken:
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from typing import Any
@@ -55,14 +56,12 @@ timed_ours = _on_the_clock(shapes.ours_client)
 
 
 def _phase(shape: Shape, side: str, clients: int, args: dict[str, Any], seconds: float) -> dict[str, Any]:
-    if side == "naive":
-        common.execute(args["dsn"], SCHEMA, shape.naive_index, "ANALYZE tasks", "CHECKPOINT")
     marks: dict[str, Any] = {}
-    elapsed, results, count = common.run_clients(
-        timed_naive if side == "naive" else timed_ours, clients, args,
-        label=f"{shape.name} {side} x{clients}", total=seconds, seconds=seconds, marks=marks)
-    if side == "naive":
-        common.execute(args["dsn"], SCHEMA, "DROP INDEX bench_naive")
+    naive = side == "naive"
+    with shapes.naive_index(args["dsn"], SCHEMA, shape) if naive else contextlib.nullcontext():
+        elapsed, results, count = common.run_clients(
+            timed_naive if naive else timed_ours, clients, args,
+            label=f"{shape.name} {side} x{clients}", total=seconds, seconds=seconds, marks=marks)
     shapes.reset(args["dsn"], SCHEMA)
     client_s = sum(r["cpu_s"] or 0.0 for r in results)
     (busy0, own0), (busy1, own1) = marks["go"], marks["end"]

@@ -34,9 +34,11 @@ docs/performance.md are drawn by ``shape_tables``.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import statistics
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -255,11 +257,20 @@ def claim_latency(dsn: str, schemas: tuple[str, str], shape: Shape, samples: int
     return common.latency_summary(lat[0]), common.latency_summary(lat[1])
 
 
+@contextlib.contextmanager
+def naive_index(dsn: str, schema: str, shape: Shape) -> Iterator[None]:
+    """The naive query's own index, in its claim order, for one phase of it only (ours never sees it)."""
+    common.execute(dsn, schema, shape.naive_index, "ANALYZE tasks", "CHECKPOINT")
+    try:
+        yield
+    finally:
+        common.execute(dsn, schema, "DROP INDEX bench_naive")
+
+
 def naive_phase(dsn: str, shape: Shape, clients: int, args: dict[str, Any], seconds: float) -> float:
     """One timed phase of the naive query over its own index, which exists only for it."""
-    common.execute(dsn, SCHEMA, shape.naive_index, "ANALYZE tasks", "CHECKPOINT")
-    rate, _ = phase(naive_client, clients, args, f"{shape.name} naive x{clients}", seconds)
-    common.execute(dsn, SCHEMA, "DROP INDEX bench_naive")
+    with naive_index(dsn, SCHEMA, shape):
+        rate, _ = phase(naive_client, clients, args, f"{shape.name} naive x{clients}", seconds)
     reset(dsn, SCHEMA)
     return rate
 
