@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
                              "1,000 queues, a short list of many queues); the plain draw of a seed is unchanged")
     parser.add_argument("--limit", type=int, default=None,
                         help="versions: claim this many at a time (claim_many, then complete_many; default 1)")
+    parser.add_argument("--clients", type=int, default=None,
+                        help="random_shapes: consumers a side (default 1; the issue's other column is 8)")
     parser.add_argument("--render", metavar="JSON", default=None, help="report only: redraw from saved results")
     ns = parser.parse_args(argv)
     if ns.scenario == "report" and ns.render:
@@ -52,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     dsn = common.ensure_database(ns.dsn)
     opts = common.Options(dsn=dsn, rows=ns.rows, seconds=ns.seconds, churn_rows=ns.churn_rows, only=ns.only,
-                          old=ns.old, count=ns.count, seed=ns.seed, wide=ns.wide, limit=ns.limit)
+                          old=ns.old, count=ns.count, seed=ns.seed, wide=ns.wide, limit=ns.limit,
+                          clients=ns.clients)
     module = importlib.import_module(f"bench.{ns.scenario}")
     result = module.run(opts)
     result.setdefault("server", common.server_facts(dsn))

@@ -39,6 +39,7 @@ class Options:
     seed: int | None = None
     wide: bool = False
     limit: int | None = None
+    clients: int | None = None
 
 
 def with_dbname(dsn: str, dbname: str) -> str:

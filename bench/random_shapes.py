@@ -8,7 +8,8 @@ third of the tasks, or in bytes), with ``available`` set at a quantile of the
 sizes (from 0.05% of the tasks fitting to all of them), either order, one
 queue, 100 queues or a list of 20 of 40, and pools half full a quarter of the
 time. Each shape is seeded at ``--rows`` (default 200,000) and measured with
-one consumer, ours against the naive query side by side, as ``bench shapes``
+one consumer (``--clients N``: N a side, each capped at its share of a
+quarter of the rows), ours against the naive query side by side, as ``bench shapes``
 does (same clients, same naive index, same reset). The point is to find a
 shape where the claim falls far below the naive query, before a user does.
 
@@ -24,8 +25,8 @@ of one queue of 200 (a consumer whose queues are a sliver of the shared
 order). Those extra parts come from a second generator per shape, so the
 plain draw of a seed is unchanged; wide shapes are named ``w<index>_...``.
 
-``python -m bench random_shapes [--rows N] [--seconds S] [--count N] [--seed S] [--only r19,r22] [--wide]``
-(``--only``: the shapes whose names start with one of these; the others are
+``python -m bench random_shapes [--rows N] [--seconds S] [--count N] [--seed S] [--only r19,r22] [--wide]
+[--clients 8]`` (``--only``: the shapes whose names start with one of these; the others are
 still drawn, so the names and shapes stay those of the full run).
 """
 
@@ -95,7 +96,7 @@ def draw(rng: random.Random, index: int, wide: random.Random | None = None) -> t
 
 
 def measure(dsn: str, shape: Shape, share: float, rows: int, seconds: float,
-            per_claim: bool = False) -> dict[str, Any]:
+            per_claim: bool = False, clients: int = 1) -> dict[str, Any]:
     common.console.log(f"random_shapes: {shape.name}: seeding {rows:,} rows")
     S.seed(dsn, S.SCHEMA, shape, rows)
     with psycopg.connect(dsn) as conn:
@@ -106,11 +107,12 @@ def measure(dsn: str, shape: Shape, share: float, rows: int, seconds: float,
     assert row is not None
     available: int | tuple[int, int] = (int(row[1]), int(row[0])) if per_claim else int(row[0])
     shape = dataclasses.replace(shape, available=available)
-    args = {"dsn": dsn, "schema": S.SCHEMA, "shape": shape, "cap": max(1, rows // 4)}
-    naive = S.naive_phase(dsn, shape, 1, args, seconds)
-    ours, lat = S.phase(S.ours_client, 1, args, f"{shape.name} ours x1", seconds)
+    args = {"dsn": dsn, "schema": S.SCHEMA, "shape": shape, "cap": max(1, rows // 4 // clients)}
+    naive = S.naive_phase(dsn, shape, clients, args, seconds)
+    ours, lat = S.phase(S.ours_client, clients, args, f"{shape.name} ours x{clients}", seconds)
     S.reset(dsn, S.SCHEMA)
-    result = {"shape": shape.name, "available": shape.available, "fit_share": share, "naive_per_s": naive,
+    result = {"shape": shape.name, "clients": clients, "available": shape.available, "fit_share": share,
+              "naive_per_s": naive,
               "ours_per_s": ours, "ratio": common.ratio(ours, naive) if naive else None,
               "ours_claim": common.latency_summary(lat)}
     if not naive and isinstance(shape.available, int):
@@ -166,18 +168,21 @@ def run(opts: common.Options) -> dict[str, Any]:
     rows = opts.rows or DEFAULT_ROWS
     seconds = opts.seconds or 3.0
     count = opts.count or DEFAULT_COUNT
+    clients = opts.clients or 1
+    if clients < 1:
+        raise SystemExit("--clients must be at least 1")
     seed = opts.seed if opts.seed is not None else 1
     rng = random.Random(seed)
     only = tuple(f"{name}_" for name in opts.only.split(",")) if opts.only else None
     # The wide parts come from a generator of their own per shape, so the plain parts match the plain draw.
     drawn = [draw(rng, i, random.Random(f"wide:{seed}:{i}") if opts.wide else None) for i in range(count)]
-    results = [measure(opts.dsn, shape, share, rows, seconds, per_claim) for shape, share, per_claim in drawn
+    results = [measure(opts.dsn, shape, share, rows, seconds, per_claim, clients) for shape, share, per_claim in drawn
                if only is None or shape.name.startswith(only)]
     common.drop_schema(opts.dsn, S.SCHEMA)
     ratios = [r["ratio"] for r in results if r["ratio"] is not None]
     return {
         "scenario": "random_shapes", "rows": rows, "seconds_per_phase": seconds, "count": count, "seed": seed,
-        "wide": opts.wide,
+        "wide": opts.wide, "clients": clients,
         "shapes": results,
         "min_ratio": min(ratios) if ratios else None,
         "below_0_8": [r["shape"] for r in results if r["ratio"] is not None and r["ratio"] < 0.8],
@@ -188,7 +193,8 @@ def run(opts: common.Options) -> dict[str, Any]:
 
 def table(result: dict[str, Any]) -> str:
     """The markdown table of docs/performance.md, from a ``random_shapes`` result."""
-    lines = ["| shape | available | naive x1 | ours x1 | ratio | ours p99 |", "|---|---|---|---|---|---|"]
+    x = f"x{result.get('clients', 1)}"
+    lines = [f"| shape | available | naive {x} | ours {x} | ratio | ours p99 |", "|---|---|---|---|---|---|"]
     for s in sorted(result["shapes"], key=lambda s: s["ratio"] if s["ratio"] is not None else -1):
         ratio = "-" if s["ratio"] is None else f"{s['ratio']:.2f}x"
         available = s["available"]
