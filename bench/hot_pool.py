@@ -23,8 +23,8 @@ Two comparisons, each with 1 and 8 consumers, in interleaved rounds:
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import statistics
-import threading
 import time
 from collections import Counter
 from typing import Any
@@ -72,30 +72,40 @@ def batch_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dic
 
 
 class WaitSampler:
-    """Counts the wait events of the queue's active backends, every ``every`` seconds, while it runs."""
+    """Counts the wait events of the queue's active backends, every ``every`` seconds, while it runs.
+
+    It samples from a process of its own, not a thread: the phase it watches
+    forks its clients, and a fork of a process with a thread in libpq could
+    copy a lock that thread holds.
+    """
 
     def __init__(self, dsn: str, every: float = 0.02) -> None:
-        self.dsn, self.every = dsn, every
+        ctx = mp.get_context("fork")
         self.counts: Counter[str] = Counter()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._stop = ctx.Event()
+        self._out: Any = ctx.Queue()
+        self._proc = ctx.Process(target=_sample, args=(dsn, every, self._stop, self._out), daemon=True)
 
     def __enter__(self) -> WaitSampler:
-        self._thread.start()
+        self._proc.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join()
+        self.counts.update(self._out.get(timeout=30))
+        self._proc.join(timeout=10)
 
-    def _run(self) -> None:
-        sql = ("SELECT coalesce(wait_event_type || ':' || wait_event, 'running') FROM pg_stat_activity"
-               " WHERE application_name = 'taskqueue' AND state = 'active'")
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
-            while not self._stop.is_set():
-                for (event,) in conn.execute(sql):
-                    self.counts[event] += 1
-                time.sleep(self.every)
+
+def _sample(dsn: str, every: float, stop: Any, out: Any) -> None:
+    sql = ("SELECT coalesce(wait_event_type || ':' || wait_event, 'running') FROM pg_stat_activity"
+           " WHERE application_name = 'taskqueue' AND state = 'active'")
+    counts: Counter[str] = Counter()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while not stop.is_set():
+            for (event,) in conn.execute(sql):
+                counts[event] += 1
+            time.sleep(every)
+    out.put(dict(counts))
 
 
 def measure(dsn: str, rows: int, seconds: float, rounds: int = ROUNDS) -> dict[str, Any]:
