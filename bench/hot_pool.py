@@ -24,6 +24,7 @@ Two comparisons, each with 1 and 8 consumers, in interleaved rounds:
 from __future__ import annotations
 
 import multiprocessing as mp
+import queue
 import statistics
 import time
 from collections import Counter
@@ -39,6 +40,7 @@ DEFAULT_ROWS = 200_000
 ROUNDS = 2
 CLIENT_COUNTS = (1, 8)
 BATCH = 100
+SIDES = ("naive", "ours", "single", "batch")
 HOT = Shape("hot_pool", "one queue; each priority's tasks all in one pool (of 200, the even ones full); "
             "required 1..100; half fit", "(g * 13) %% 1000", "1 + (g * 7919) %% 100", 50, pools=True)
 #: Wait events that mean a backend waits for another transaction's row lock.
@@ -92,8 +94,12 @@ class WaitSampler:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self.counts.update(self._out.get(timeout=30))
-        self._proc.join(timeout=10)
+        try:
+            self.counts.update(self._out.get(timeout=30))
+        except queue.Empty:
+            raise RuntimeError(f"hot_pool: the wait sampler sent nothing (exit code {self._proc.exitcode})") from None
+        finally:
+            self._proc.join(timeout=10)
 
 
 def _sample(dsn: str, every: float, stop: Any, out: Any) -> None:
@@ -108,35 +114,36 @@ def _sample(dsn: str, every: float, stop: Any, out: Any) -> None:
     out.put(dict(counts))
 
 
+def _side_rate(dsn: str, side: str, clients: int, args: dict[str, Any], seconds: float, waits: Counter[str]) -> float:
+    """One timed phase of one side, its rows put back after it; ours' wait events go into ``waits``."""
+    label = f"hot_pool {side} x{clients}"
+    if side == "naive":
+        return S.naive_phase(dsn, HOT, clients, args, seconds)  # it puts the rows back itself
+    if side == "ours":
+        with WaitSampler(dsn) as sampler:
+            rate, _ = S.phase(S.ours_client, clients, args, label, seconds)
+        waits.update(sampler.counts)
+    else:
+        limit = 1 if side == "single" else BATCH
+        elapsed, _, count = common.run_clients(batch_client, clients, {**args, "limit": limit}, label=label,
+                                               total=seconds, seconds=seconds)
+        rate = count / elapsed
+    S.reset(dsn, S.SCHEMA)
+    return rate
+
+
 def measure(dsn: str, rows: int, seconds: float, rounds: int = ROUNDS) -> dict[str, Any]:
     common.console.log(f"hot_pool: seeding {rows:,} rows")
     S.seed(dsn, S.SCHEMA, HOT, rows)
     out: dict[str, Any] = {}
     try:
         for clients in CLIENT_COUNTS:
-            cell: dict[str, list[float]] = {"naive": [], "ours": [], "single": [], "batch": []}
+            cell: dict[str, list[float]] = {side: [] for side in SIDES}
             waits: Counter[str] = Counter()
-            cap = max(1, rows // 4 // clients)
+            args = {"dsn": dsn, "schema": S.SCHEMA, "shape": HOT, "cap": max(1, rows // 4 // clients)}
             for r in range(rounds):
-                sides = ("naive", "ours", "single", "batch")
-                for side in sides if r % 2 == 0 else tuple(reversed(sides)):
-                    label = f"hot_pool {side} x{clients}"
-                    if side == "naive":
-                        args = {"dsn": dsn, "schema": S.SCHEMA, "shape": HOT, "cap": cap}
-                        cell[side].append(S.naive_phase(dsn, HOT, clients, args, seconds))
-                        continue
-                    if side == "ours":
-                        args = {"dsn": dsn, "schema": S.SCHEMA, "shape": HOT, "cap": cap}
-                        with WaitSampler(dsn) as sampler:
-                            rate, _ = S.phase(S.ours_client, clients, args, label, seconds)
-                        waits.update(sampler.counts)
-                    else:
-                        args = {"dsn": dsn, "schema": S.SCHEMA, "cap": cap, "limit": 1 if side == "single" else BATCH}
-                        elapsed, _, count = common.run_clients(batch_client, clients, args, label=label,
-                                                               total=seconds, seconds=seconds)
-                        rate = count / elapsed
-                    cell[side].append(rate)
-                    S.reset(dsn, S.SCHEMA)
+                for side in SIDES if r % 2 == 0 else SIDES[::-1]:
+                    cell[side].append(_side_rate(dsn, side, clients, args, seconds, waits))
             med = {side: statistics.median(v) for side, v in cell.items()}
             total = sum(waits.values())
             out[f"x{clients}"] = {
