@@ -47,14 +47,8 @@ def loop_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict
         tq = TaskQueue(args["dsn"], schema=args["schema"])
         tq.peek(available=1)
         stop = common.ready(counter, sync)
-        n = 0
-        while not stop.is_set():
-            task = tq.claim(available=available, worker=f"api-{idx}", order=shape.order)
-            if task is None:
-                break
-            tq.complete(task)
-            n += 1
-            counter.value = n
+        n = common.claim_complete_loop(tq, stop, counter, available=available, worker=f"api-{idx}",
+                                       order=shape.order)
         tq.close()
     else:
         claim = CLAIM.format(columns=TASK_COLUMNS if kind == "bare_task" else "id, lease_token::text")

@@ -274,6 +274,31 @@ def ready(counter: Any, sync: Any) -> Any:
     return stop
 
 
+def claim_complete_loop(tq: Any, stop: Any, counter: Any, *, limit: int = 1, cap: int | None = None,
+                        **claim_args: Any) -> int:
+    """A client's API loop: ``claim`` + ``complete`` (``limit`` 1) or ``claim_many`` + ``complete_many``.
+
+    It runs until ``stop`` is set, ``cap`` tasks are done or a claim comes
+    back empty, keeps ``counter`` at the count, and returns it.
+    """
+    n = 0
+    while not stop.is_set() and (cap is None or n < cap):
+        if limit == 1:
+            task = tq.claim(**claim_args)
+            if task is None:
+                break
+            tq.complete(task)
+            n += 1
+        else:
+            got = tq.claim_many(limit=limit, **claim_args)
+            if not got:
+                break
+            tq.complete_many([(t, None) for t in got])
+            n += len(got)
+        counter.value = n
+    return n
+
+
 # -- the physical limit ----------------------------------------------------
 def _limit_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str, Any]:
     with psycopg.connect(args["dsn"], autocommit=False) as conn:

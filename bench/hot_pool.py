@@ -54,21 +54,7 @@ def batch_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dic
     tq = TaskQueue(args["dsn"], schema=args["schema"])
     tq.peek(available=1)
     stop = common.ready(counter, sync)
-    n, limit = 0, args["limit"]
-    while not stop.is_set() and n < args["cap"]:
-        if limit == 1:
-            task = tq.claim(worker=f"hot-{idx}")
-            if task is None:
-                break
-            tq.complete(task)
-            n += 1
-        else:
-            got = tq.claim_many(limit=limit, worker=f"hot-{idx}")
-            if not got:
-                break
-            tq.complete_many([(t, None) for t in got])
-            n += len(got)
-        counter.value = n
+    n = common.claim_complete_loop(tq, stop, counter, limit=args["limit"], cap=args["cap"], worker=f"hot-{idx}")
     tq.close()
     return {"count": n}
 

@@ -70,21 +70,12 @@ def _client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dict[str
     tq = TaskQueue(args["dsn"], schema=args["schema"], pool_size=1, max_overflow=0)
     tq.peek(available=1)
     stop = common.ready(counter, sync)
-    n = 0
-    while not stop.is_set() and n < args["cap"]:
-        if kind == "many":
-            got = tq.claim_many(available=AVAILABLE * 100, limit=100, worker="stale")  # room for 100 of any size
-            if not got:
-                break
-            tq.complete_many([(t, None) for t in got])
-            n += len(got)
-        else:
-            task = tq.claim(available=AVAILABLE, worker="stale", order=kind)  # type: ignore[arg-type]
-            if task is None:
-                break
-            tq.complete(task)
-            n += 1
-        counter.value = n
+    if kind == "many":  # room for 100 of any size
+        n = common.claim_complete_loop(tq, stop, counter, limit=100, cap=args["cap"], available=AVAILABLE * 100,
+                                       worker="stale")
+    else:
+        n = common.claim_complete_loop(tq, stop, counter, cap=args["cap"], available=AVAILABLE, worker="stale",
+                                       order=kind)
     tq.close()
     return {"count": n}
 
