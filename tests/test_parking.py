@@ -175,8 +175,10 @@ def test_a_claim_over_a_list_parks_ahead_in_every_queue_it_walked(tq: TaskQueue,
     behind = tq.enqueue_many([{"payload": i, "pool": "net", "queue": "a", "priority": 1} for i in range(5)])
     got = tq.claim(queues=["a", "b"])
     assert got is not None and got.id == plain
-    assert parked(dsn) == walked + ahead_a + ahead_b
-    assert not set(parked(dsn)) & set(behind)
+    # park_rows v7: fewer than 64 rows lay ahead within priority 0, so the
+    # claim read on across priorities too, and `behind` (priority 1, next in
+    # claim order) went with them; version 6 parked walked + ahead only.
+    assert parked(dsn) == walked + ahead_a + ahead_b + behind
     assert tq.check().ok
     tq.complete(running)
     assert parked(dsn) == []
@@ -211,7 +213,7 @@ def test_a_claim_parks_the_rows_right_after_those_it_walked_past(tq: TaskQueue, 
 
 
 def test_a_descending_claim_parks_ahead_in_its_own_order(tq: TaskQueue, dsn: str) -> None:
-    """Same queue and priority, later ids: next in order="max" too; lower priorities are not read."""
+    """Same queue and priority, later ids: next in order="max" too; then lower priorities (park_rows v7)."""
     tq.set_pool_limit("net", 1)
     running = tq.enqueue("holder", pool="net", priority=9)
     assert tq.claim(order="max").id == running  # type: ignore[union-attr]
@@ -219,10 +221,14 @@ def test_a_descending_claim_parks_ahead_in_its_own_order(tq: TaskQueue, dsn: str
     plain = tq.enqueue("plain", priority=5)
     ahead = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 5} for i in range(10)])
     lower = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 1} for i in range(5)])
-    got = tq.claim(order="max")
+    too_big = tq.enqueue_many([{"payload": i, "pool": "net", "priority": 1, "required": 10} for i in range(3)])
+    got = tq.claim(order="max", available=5)
     assert got is not None and got.id == plain
-    assert parked(dsn) == walked + ahead
-    assert not set(parked(dsn)) & set(lower)
+    # Priority 1 comes after priority 5 in this order: with fewer than 64
+    # rows ahead within priority 5, version 7 reads on into it, and parks
+    # what this claim could have taken, not the tasks too big for it.
+    assert parked(dsn) == walked + ahead + lower
+    assert not set(parked(dsn)) & set(too_big)
     assert tq.check().ok
 
 
