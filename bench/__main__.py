@@ -37,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(versions: several, comma-separated, or an index as it was, e.g. ix_tasks_fit_fine.v1); "
                              "stale: older function files, comma-separated")
     parser.add_argument("--count", type=int, default=None, help="random_shapes: how many shapes to draw (default 30)")
-    parser.add_argument("--seed", type=int, default=None, help="random_shapes: the seed of the draw (default 1)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="random_shapes: the seed of the draw (default 1); versions: measure shapes of this "
+                             "draw, named by --only")
     parser.add_argument("--wide", action="store_true",
                         help="random_shapes: also draw what the plain draw keeps fixed (an amount per claim, "
                              "1,000 queues, a short list of many queues); the plain draw of a seed is unchanged")

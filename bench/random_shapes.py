@@ -95,18 +95,33 @@ def draw(rng: random.Random, index: int, wide: random.Random | None = None) -> t
     return shape, share, per_claim
 
 
-def measure(dsn: str, shape: Shape, share: float, rows: int, seconds: float,
-            per_claim: bool = False, clients: int = 1) -> dict[str, Any]:
-    common.console.log(f"random_shapes: {shape.name}: seeding {rows:,} rows")
-    S.seed(dsn, S.SCHEMA, shape, rows)
+def drawn(seed: int, count: int, wide: bool, only: str | None) -> list[tuple[Shape, float, bool]]:
+    """The shapes a draw of ``seed`` makes (all ``count`` are drawn, so names match the full run), those
+    whose names start with one of the comma-separated ``only`` when given."""
+    rng = random.Random(seed)
+    prefixes = tuple(f"{name}_" for name in only.split(",")) if only else None
+    # The wide parts come from a generator of their own per shape, so the plain parts match the plain draw.
+    shapes = [draw(rng, i, random.Random(f"wide:{seed}:{i}") if wide else None) for i in range(count)]
+    return [d for d in shapes if prefixes is None or d[0].name.startswith(prefixes)]
+
+
+def with_available(dsn: str, schema: str, shape: Shape, share: float, per_claim: bool) -> Shape:
+    """``shape`` with its amount set from the seeded sizes: the ``share`` quantile (per claim: a range)."""
     with psycopg.connect(dsn) as conn:
-        conn.execute(f'SET search_path = "{S.SCHEMA}"')
+        conn.execute(f'SET search_path = "{schema}"')
         row = conn.execute("SELECT percentile_disc(%s) WITHIN GROUP (ORDER BY required),"
                            " percentile_disc(%s) WITHIN GROUP (ORDER BY required) FROM tasks",
                            (share, WIDE_LOW_SHARE)).fetchone()
     assert row is not None
     available: int | tuple[int, int] = (int(row[1]), int(row[0])) if per_claim else int(row[0])
-    shape = dataclasses.replace(shape, available=available)
+    return dataclasses.replace(shape, available=available)
+
+
+def measure(dsn: str, shape: Shape, share: float, rows: int, seconds: float,
+            per_claim: bool = False, clients: int = 1) -> dict[str, Any]:
+    common.console.log(f"random_shapes: {shape.name}: seeding {rows:,} rows")
+    S.seed(dsn, S.SCHEMA, shape, rows)
+    shape = with_available(dsn, S.SCHEMA, shape, share, per_claim)
     args = {"dsn": dsn, "schema": S.SCHEMA, "shape": shape, "cap": max(1, rows // 4 // clients)}
     naive = S.naive_phase(dsn, shape, clients, args, seconds)
     ours, lat = S.phase(S.ours_client, clients, args, f"{shape.name} ours x{clients}", seconds)
@@ -172,12 +187,8 @@ def run(opts: common.Options) -> dict[str, Any]:
     if clients < 1:
         raise SystemExit("--clients must be at least 1")
     seed = opts.seed if opts.seed is not None else 1
-    rng = random.Random(seed)
-    only = tuple(f"{name}_" for name in opts.only.split(",")) if opts.only else None
-    # The wide parts come from a generator of their own per shape, so the plain parts match the plain draw.
-    drawn = [draw(rng, i, random.Random(f"wide:{seed}:{i}") if opts.wide else None) for i in range(count)]
-    results = [measure(opts.dsn, shape, share, rows, seconds, per_claim, clients) for shape, share, per_claim in drawn
-               if only is None or shape.name.startswith(only)]
+    results = [measure(opts.dsn, shape, share, rows, seconds, per_claim, clients)
+               for shape, share, per_claim in drawn(seed, count, opts.wide, opts.only)]
     common.drop_schema(opts.dsn, S.SCHEMA)
     ratios = [r["ratio"] for r in results if r["ratio"] is not None]
     return {

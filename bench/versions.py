@@ -10,6 +10,10 @@ round and the median of the rounds, in tasks claimed and completed a
 second. With ``--limit N`` each consumer claims with ``claim_many(limit=N)``
 and finishes the batch with one ``complete_many``.
 
+``--seed S --only r1,r11`` measures shapes of a random draw (``bench
+random_shapes``, same ``--count`` and ``--wide``), named by prefix, with the
+amount each gets there.
+
 An index a version changed is named the same way: ``ix_tasks_fit_fine.v1``
 (the fine index before migration 0043) rebuilds it in the older copy as it
 was, so ``--old ix_tasks_fit_fine.v1,fit_candidate.v10`` measures version 10
@@ -23,7 +27,7 @@ from typing import Any
 
 import psycopg
 
-from . import common, shape_catalog, shapes
+from . import common, random_shapes, shape_catalog, shapes
 
 OLD_SCHEMA = "bench_versions_old"
 NEW_SCHEMA = "bench_versions_new"
@@ -65,10 +69,14 @@ def load_old(dsn: str, schema: str, name: str) -> None:
 
 
 def measure(dsn: str, shape: shape_catalog.Shape, rows: int, seconds: float, old: str,
-            limit: int = 1) -> dict[str, Any]:
+            limit: int = 1, drawn: tuple[float, bool] | None = None) -> dict[str, Any]:
+    """``drawn``: a random shape's fit share and whether its amount is drawn per claim (its amount is
+    set from the seeded sizes, as ``random_shapes`` sets it)."""
     for schema in (OLD_SCHEMA, NEW_SCHEMA):
         common.console.log(f"versions: {shape.name}: seeding {rows:,} rows into {schema}")
         shapes.seed(dsn, schema, shape, rows)
+    if drawn is not None:
+        shape = random_shapes.with_available(dsn, NEW_SCHEMA, shape, *drawn)
     for name in old.split(","):  # e.g. "fit_candidate.v7,claim_tasks.v19": loaded in that order
         load_old(dsn, OLD_SCHEMA, name.strip())
     cap = max(1, rows // 4 // shapes.CLIENTS // ROUNDS)
@@ -95,16 +103,26 @@ def run(opts: common.Options) -> dict[str, Any]:
     if not opts.old:
         raise SystemExit("versions: name the older function file with --old, e.g. --old claim_tasks.v10")
     wanted = set(opts.only.split(",")) if opts.only else None
-    picked = [s for s in shape_catalog.SHAPES if wanted is None or s.name in wanted]
-    unknown = (wanted or set()) - {s.name for s in shape_catalog.SHAPES}
-    if unknown:
-        raise SystemExit(f"versions: unknown shape(s): {', '.join(sorted(unknown))}")
+    picked: list[tuple[shape_catalog.Shape, tuple[float, bool] | None]]
+    if opts.seed is not None:
+        # Shapes of a random draw (--seed, --count, --wide as random_shapes takes them; --only by prefix).
+        if wanted is None:
+            raise SystemExit("versions: with --seed, name the drawn shapes with --only, e.g. --only r1,r11")
+        found = random_shapes.drawn(opts.seed, opts.count or random_shapes.DEFAULT_COUNT, opts.wide, opts.only)
+        if not found:
+            raise SystemExit(f"versions: no shape of draw {opts.seed} starts with {opts.only}")
+        picked = [(shape, (share, per_claim)) for shape, share, per_claim in found]
+    else:
+        picked = [(s, None) for s in shape_catalog.SHAPES if wanted is None or s.name in wanted]
+        unknown = (wanted or set()) - {s.name for s in shape_catalog.SHAPES}
+        if unknown:
+            raise SystemExit(f"versions: unknown shape(s): {', '.join(sorted(unknown))}")
     rows = opts.rows or shapes.DEFAULT_ROWS
     seconds = opts.seconds or 5.0
     try:
         if opts.limit is not None and not 1 <= opts.limit <= 100_000:
             raise SystemExit("versions: --limit must be between 1 and 100000")
-        results = [measure(opts.dsn, s, rows, seconds, opts.old, opts.limit or 1) for s in picked]
+        results = [measure(opts.dsn, s, rows, seconds, opts.old, opts.limit or 1, d) for s, d in picked]
     finally:
         for schema in (OLD_SCHEMA, NEW_SCHEMA):
             common.drop_schema(opts.dsn, schema)
