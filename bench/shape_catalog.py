@@ -206,6 +206,12 @@ SHAPES = [
     Shape("queues_epoch_falling_rare", "1,000 queues; priorities are epoch seconds of one day (in no order "
           "of id); required falls as id grows; the newest 0.05% fit", "1700000000 + (g * 7919) %% 86400",
           "1 + (n - g) * 1000000 / n", 500, hard=True, queues=1000),
+    # Found by the ninth random draw (r1, random_shapes --seed 9): every task its own priority, falling with
+    # id, in one of 200 pools, half of them full; half fit. Parking read ahead only within the passed rows'
+    # priorities, so with every task its own priority a claim parked just what it passed (migration 0057).
+    Shape("distinct_linked_half_max_pools", "order=max; every task its own priority, falling as id grows; "
+          "300 sizes 1..898 in no order of id; each task in one of 200 pools, half of them full; half fit",
+          "n - g", "1 + ((g * 7919) %% 300) * 3", 451, order="max", pools=True),
 ]
 
 
