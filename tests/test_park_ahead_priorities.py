@@ -7,27 +7,17 @@ and the next claim met the same mix again. park_rows v7, told the claim's
 amount and direction by claim_tasks v42, reads on across priorities and parks
 the fits among those rows whose pool it locked full. What a claim returns
 does not change: the tests claim everything and compare with the order the
-naive query gives.
+naive query gives. ``tq`` is the project's pytest plugin's (a TaskQueue on
+the test's own database, the one ``dsn`` names).
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import psycopg
 import pytest
 
 from taskqueue import TaskQueue
 from tests.test_parking import parked
-
-
-@pytest.fixture
-def tq(dsn: str) -> Iterator[TaskQueue]:
-    queue = TaskQueue(dsn)
-    try:
-        yield queue
-    finally:
-        queue.close()
 
 
 def mixed(tq: TaskQueue, count: int = 301) -> dict[str, list[int]]:
@@ -45,6 +35,13 @@ def mixed(tq: TaskQueue, count: int = 301) -> dict[str, list[int]]:
         ]
     )
     return {"full_fits": ids[0::3], "free": ids[1::3], "too_big": ids[2::3]}
+
+
+def parked_now(conn: psycopg.Connection) -> list[int] | None:
+    """The parked tasks' ids as this transaction sees them (its own parking included)."""
+    row = conn.execute("SELECT array_agg(id ORDER BY id) FROM taskqueue.tasks WHERE parked").fetchone()
+    assert row is not None
+    return row[0]
 
 
 @pytest.mark.parametrize("order", ["min", "max"])
@@ -80,20 +77,20 @@ def test_park_rows_reads_across_priorities_only_when_told_the_direction(tq: Task
     with psycopg.connect(dsn) as conn:
         # Without a direction (claim_tasks v41's call): the passed row only, its priority holding nothing else.
         conn.execute("SELECT taskqueue.park_rows(%s::bigint[], '{}')", ([first],))
-        assert conn.execute("SELECT array_agg(id ORDER BY id) FROM taskqueue.tasks WHERE parked").fetchone()[0] == [first]
+        assert parked_now(conn) == [first]
         conn.rollback()
         # Ascending with an amount of 4: the fits of full pools in the next 64 rows, not the tasks too big.
         conn.execute("SELECT taskqueue.park_rows(%s::bigint[], '{}', false, 4, false)", ([first],))
-        got = conn.execute("SELECT array_agg(id ORDER BY id) FROM taskqueue.tasks WHERE parked").fetchone()[0]
+        got = parked_now(conn)
         assert got == rows["full_fits"][:22], got  # priorities 0 and 3..63: 1 + 21 rows
         conn.rollback()
         # Descending from the same row: nothing lies ahead of priority 0 in that order.
         conn.execute("SELECT taskqueue.park_rows(%s::bigint[], '{}', false, 4, true)", ([first],))
-        assert conn.execute("SELECT array_agg(id ORDER BY id) FROM taskqueue.tasks WHERE parked").fetchone()[0] == [first]
+        assert parked_now(conn) == [first]
         conn.rollback()
         # No amount: every task fits, so the full pools' tasks too big for 4 are parked as well.
         conn.execute("SELECT taskqueue.park_rows(%s::bigint[], '{}', false, NULL, false)", ([first],))
-        got = conn.execute("SELECT array_agg(id ORDER BY id) FROM taskqueue.tasks WHERE parked").fetchone()[0]
+        got = parked_now(conn)
         pooled = sorted(rows["full_fits"] + rows["too_big"])
         assert got == [first] + [i for i in pooled if first < i <= first + 64], got
         conn.rollback()
