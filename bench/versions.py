@@ -109,8 +109,9 @@ def run(opts: common.Options) -> dict[str, Any]:
         if wanted is None:
             raise SystemExit("versions: with --seed, name the drawn shapes with --only, e.g. --only r1,r11")
         found = random_shapes.drawn(opts.seed, opts.count or random_shapes.DEFAULT_COUNT, opts.wide, opts.only)
-        if not found:
-            raise SystemExit(f"versions: no shape of draw {opts.seed} starts with {opts.only}")
+        missing = sorted(p for p in wanted if not any(s.name.startswith(f"{p}_") for s, _, _ in found))
+        if missing:
+            raise SystemExit(f"versions: no shape of draw {opts.seed} is named {', '.join(missing)}")
         picked = [(shape, (share, per_claim)) for shape, share, per_claim in found]
     else:
         picked = [(s, None) for s in shape_catalog.SHAPES if wanted is None or s.name in wanted]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import random
 
-from bench.random_shapes import WIDE_LOW_SHARE, WIDE_QUEUES, draw
+import pytest
+
+from bench import common, versions
+from bench.random_shapes import WIDE_LOW_SHARE, WIDE_QUEUES, draw, drawn
 
 
 def _plain(seed: int, count: int = 30) -> list:
@@ -45,3 +48,22 @@ def test_the_wide_draw_is_the_same_every_time_and_draws_its_parts() -> None:
     assert per_claim, "no amount drawn per claim in 60 draws"
     assert all(share > WIDE_LOW_SHARE and "_avar" in s.name for s, share in per_claim)
     assert all("_avar" not in s.name for s, _, p in first if not p)
+
+
+def test_drawn_picks_shapes_by_prefix_from_the_whole_draw() -> None:
+    every = drawn(9, 30, False, None)
+    assert [s.name for s, _, _ in every] == [s.name for s, _, _ in _plain(9)]
+    picked = drawn(9, 30, False, "r1,r11")
+    assert [s.name for s, _, _ in picked] == ["r1_desc_id_priority_linked_0.5_max_pools", "r11_distinct_mb_1_max_pools"]
+    assert [s.name for s, _, _ in drawn(8, 30, True, "w4")] == ["w4_negative_zero_mix_0.5_max_pools_q1000"]
+
+
+@pytest.mark.parametrize(("only", "message"), [
+    (None, "name the drawn shapes with --only"),
+    ("r1,r99", "no shape of draw 9 is named r99"),
+])
+def test_versions_refuses_a_draw_it_cannot_name_whole(only: str | None, message: str) -> None:
+    opts = common.Options(dsn="postgresql://nowhere.invalid/x", rows=None, seconds=None, old="claim_tasks.v41",
+                          seed=9, only=only)
+    with pytest.raises(SystemExit, match=message):
+        versions.run(opts)
