@@ -212,6 +212,12 @@ SHAPES = [
     Shape("distinct_linked_half_max_pools", "order=max; every task its own priority, falling as id grows; "
           "300 sizes 1..898 in no order of id; each task in one of 200 pools, half of them full; half fit",
           "n - g", "1 + ((g * 7919) %% 300) * 3", 451, order="max", pools=True),
+    # The tenth random draw's r23: over every queue with 16..63 available, a claim whose look ran dry asked
+    # each queue's levels (about 4,000 probes); step S now reads every queue by exact size (migration 0058).
+    Shape("queues_zero_mix_max", "order=max; 100 queues; 300 priorities; a third need 0, the rest 1..100; "
+          "25 available (half fit)",
+          "(g * 7919) %% 300", "CASE WHEN g %% 3 = 0 THEN 0 ELSE 1 + (g * 7919) %% 100 END", 25,
+          order="max", queues=100),
 ]
 
 
