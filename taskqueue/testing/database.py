@@ -27,7 +27,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # psycopg is imported when a server is first used, never by the plugin's import
     import psycopg
@@ -87,11 +87,22 @@ class Server:
         self._stack.close()
 
 
+def _postgres_container() -> Any:
+    """testcontainers' PostgresContainer: from ``testcontainers.community`` where it lives since 4.15
+    (the old module still imports there, with a DeprecationWarning), else from ``testcontainers.postgres``."""
+    try:
+        from testcontainers.community.postgres import PostgresContainer
+    except ImportError:
+        from testcontainers.postgres import PostgresContainer
+    return PostgresContainer
+
+
 def docker_available() -> bool:
     """True when testcontainers is installed and a Docker engine answers a ping."""
     try:
         import docker
-        import testcontainers.postgres  # noqa: F401  (only worth asking Docker when it can be used)
+
+        _postgres_container()  # only worth asking Docker when it can be used
     except ImportError:
         return False
     try:
@@ -102,9 +113,7 @@ def docker_available() -> bool:
 
 
 def start_testcontainer(stack: contextlib.ExitStack) -> str:
-    from testcontainers.postgres import PostgresContainer
-
-    container = stack.enter_context(PostgresContainer(POSTGRES_IMAGE, driver=None))
+    container = stack.enter_context(_postgres_container()(POSTGRES_IMAGE, driver=None))
     return str(container.get_connection_url())
 
 
