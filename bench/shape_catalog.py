@@ -218,6 +218,12 @@ SHAPES = [
           "25 available (half fit)",
           "(g * 7919) %% 300", "CASE WHEN g %% 3 = 0 THEN 0 ELSE 1 + (g * 7919) %% 100 END", 25,
           order="max", queues=100),
+    # The eleventh random draw's r24: 20 of 40 queues listed; priorities 0 and 2 lie wholly in full pools
+    # (the pool and queue follow id's parity), so the head of the list is a wall of fits in full pools that
+    # a claim met one pool at a time; park_rows now reads ahead in bulk after 8 of them (migration 0059).
+    Shape("listed_levels_full_head", "40 queues, a consumer lists 20; priorities 0..9, the even ones wholly in "
+          "full pools (200 pools, half of them full); required 1..10; 9 available (90% fit)",
+          "(g * 31) %% 10", "1 + (g * 7919) %% 10", 9, queues=40, listed=20, pools=True),
 ]
 
 
