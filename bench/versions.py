@@ -17,7 +17,10 @@ amount each gets there.
 An index a version changed is named the same way: ``ix_tasks_fit_fine.v1``
 (the fine index before migration 0043) rebuilds it in the older copy as it
 was, so ``--old ix_tasks_fit_fine.v1,fit_candidate.v10`` measures version 10
-on its own index.
+on its own index. A function whose signature a later version changed is
+dropped the same way before its older file loads: ``--old
+park_rows.v7.none,park_rows.v6,claim_tasks.v41`` is the code of migration
+0056.
 """
 
 from __future__ import annotations
@@ -36,13 +39,17 @@ ROUNDS = 3
 
 #: ix_tasks_fit_fine's columns and predicate from migration 0007 to 0042 (bench/enqueue.py measures it too).
 FINE_V1 = "(queue, required_fine(required), priority, id) WHERE state = 'queued' AND NOT parked"
-#: Earlier definitions of indexes that a migration changed, by name.version.
+#: Earlier definitions of indexes that a migration changed, by name.version (and functions to drop).
 OLD_INDEXES = {
     "ix_tasks_fit_fine.v1": ("DROP INDEX ix_tasks_fit_fine", f"CREATE INDEX ix_tasks_fit_fine ON tasks {FINE_V1}"),
     # Before migration 0053: no index of every queue's fits by size, and the small tasks' own.
     "ix_tasks_fit_any_exact.none": ("DROP INDEX ix_tasks_fit_any_exact",),
     "ix_tasks_fit_small_any.v1": ("CREATE INDEX ix_tasks_fit_small_any ON tasks (bucket, priority, id) "
                                   "WHERE state = 'queued' AND NOT parked AND id > 0 AND bucket < 16",),
+    # Before migration 0057 park_rows took no direction: its later signature is dropped first, or a call
+    # from claim_tasks v41 or earlier would be ambiguous between the two (e.g. --old
+    # park_rows.v7.none,park_rows.v6,claim_tasks.v41: the code of migration 0056).
+    "park_rows.v7.none": ("DROP FUNCTION park_rows(bigint[], text[], boolean, bigint, boolean)",),
 }
 
 
