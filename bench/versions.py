@@ -19,7 +19,7 @@ An index a version changed is named the same way: ``ix_tasks_fit_fine.v1``
 was, so ``--old ix_tasks_fit_fine.v1,fit_candidate.v10`` measures version 10
 on its own index. A function whose signature a later version changed is
 dropped the same way before its older file loads: ``--old
-park_rows.v7.none,park_rows.v6,claim_tasks.v41`` is the code of migration
+park_rows.v8.none,park_rows.v6,claim_tasks.v41`` is the code of migration
 0056.
 """
 
@@ -46,10 +46,11 @@ OLD_INDEXES = {
     "ix_tasks_fit_any_exact.none": ("DROP INDEX ix_tasks_fit_any_exact",),
     "ix_tasks_fit_small_any.v1": ("CREATE INDEX ix_tasks_fit_small_any ON tasks (bucket, priority, id) "
                                   "WHERE state = 'queued' AND NOT parked AND id > 0 AND bucket < 16",),
-    # Before migration 0057 park_rows took no direction: its later signature is dropped first, or a call
-    # from claim_tasks v41 or earlier would be ambiguous between the two (e.g. --old
-    # park_rows.v7.none,park_rows.v6,claim_tasks.v41: the code of migration 0056).
-    "park_rows.v7.none": ("DROP FUNCTION park_rows(bigint[], text[], boolean, bigint, boolean)",),
+    # park_rows gained a parameter with a default in migrations 0057 and 0059: its signature of today is
+    # dropped first, or a call from an older claim_tasks would be ambiguous between the two (--old
+    # park_rows.v8.none,park_rows.v7,claim_tasks.v43: the code of migration 0058;
+    # park_rows.v8.none,park_rows.v6,claim_tasks.v41: of migration 0056).
+    "park_rows.v8.none": ("DROP FUNCTION park_rows(bigint[], text[], boolean, bigint, boolean, boolean)",),
 }
 
 

@@ -10,8 +10,8 @@ from taskqueue import TaskQueue
 
 
 def test_migration_0056s_park_rows_and_claim_load_and_park(tq: TaskQueue, dsn: str) -> None:
-    """park_rows v6 took no direction; without dropping v7 first, claim_tasks v41's call would be ambiguous."""
-    for name in ("park_rows.v7.none", "park_rows.v6", "claim_tasks.v41"):
+    """park_rows v6 took no direction; without dropping v8 first, claim_tasks v41's call would be ambiguous."""
+    for name in ("park_rows.v8.none", "park_rows.v6", "claim_tasks.v41"):
         versions.load_old(dsn, "taskqueue", name)
     with psycopg.connect(dsn) as conn:
         (count,) = conn.execute("SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "

@@ -5,9 +5,10 @@ fits a claim passed, unless the claim passed 500. A head of thousands of
 tasks in full pools over a list of queues was then parked a few hundred rows
 a claim, each of those claims passing a full pool per call of fit_candidate
 (the eleventh random draw's r24: 66 claims of about 80 ms). park_rows v8
-reads ahead in bulk once a claim passed 8 such fits: every group they lie in,
-c_bulk rows in all. What a claim returns does not change: the tests claim
-everything and compare with the plain rule.
+reads ahead in bulk once a claim of one task passed 8 such fits: every group they lie in,
+c_bulk rows in all. A claim of several tasks parks as before (claim_tasks v44 tells
+park_rows which it is). What a claim returns does not change: the tests
+claim everything and compare with the plain rule.
 """
 
 from __future__ import annotations
@@ -74,9 +75,10 @@ def test_a_claim_that_passed_many_full_pools_parks_their_rows_ahead_in_bulk(
     assert tq.check().ok
 
 
-def call_park_rows(dsn: str, ids: list[int]) -> list[int]:
+def call_park_rows(dsn: str, ids: list[int], single: bool = True) -> list[int]:
+    """park_rows as claim_tasks v44 calls it after a claim of one task (single) or of several."""
     with psycopg.connect(dsn) as conn:
-        conn.execute("SELECT taskqueue.park_rows(%s::bigint[], '{}', false, 5, false)", (ids,))
+        conn.execute("SELECT taskqueue.park_rows(%s::bigint[], '{}', false, 5, false, %s)", (ids, single))
     return parked(dsn)
 
 
@@ -89,13 +91,16 @@ def test_from_eight_passed_fits_every_group_is_read_ahead_in_bulk(tq: TaskQueue,
     assert call_park_rows(dsn, passed) == sorted(rows["full"])
 
 
-def test_below_eight_passed_fits_a_group_reads_64_rows_ahead(tq: TaskQueue, dsn: str) -> None:
+@pytest.mark.parametrize("single", [True, False])
+def test_below_eight_passed_fits_or_for_a_batch_a_group_reads_64_rows_ahead(
+        tq: TaskQueue, dsn: str, single: bool) -> None:
     rows = full_head(tq)
     per_queue = len(rows["full"]) // 2
     a, b = rows["full"][:per_queue], rows["full"][per_queue:]
-    passed = a[:4] + b[:3]
-    got = call_park_rows(dsn, passed)
-    assert got == sorted(a[:4 + 64] + b[:3 + 64])
+    # One task: seven passed fits. Several tasks (claim_many): eight, which a batch passes as it takes others.
+    passed = a[:4] + b[:3] if single else a[:4] + b[:4]
+    got = call_park_rows(dsn, passed, single)
+    assert got == sorted(a[:4 + 64] + b[:len(passed) - 4 + 64])
 
 
 def test_bulk_read_parks_no_task_with_room_or_no_pool(tq: TaskQueue, dsn: str) -> None:
@@ -118,4 +123,20 @@ def test_bulk_read_is_bounded_by_c_bulk_rows(tq: TaskQueue, dsn: str) -> None:
     ids = tq.enqueue_many([{"payload": i, "queue": "a", "priority": 0, "pool": "full"} for i in range(10_008)])
     got = call_park_rows(dsn, ids[:8])
     assert got == sorted(ids[:8 + 8192])
+    assert tq.check().ok
+
+
+def test_a_batch_that_passes_full_pools_parks_64_rows_a_group(tq: TaskQueue, dsn: str) -> None:
+    """claim_many passes fits in full pools as it takes the others: it parks those and 64 rows ahead, as before."""
+    tq.set_pool_limit("full", 0)
+    tq.set_pool_limit("open", None)
+    ids = tq.enqueue_many([{"payload": i, "queue": "a", "priority": 0, "pool": "full" if i % 2 == 0 else "open"}
+                           for i in range(1000)])
+    got = tq.claim_many(available=500, limit=20, queues=["a", "z"])
+    assert [t.id for t in got] == ids[1::2][:20]
+    now = parked(dsn)
+    passed = ids[0::2][:20]
+    assert set(passed) <= set(now)
+    # A claim of one task would have read 8,192 rows ahead and parked all 500.
+    assert len(now) <= len(passed) + 64, len(now)
     assert tq.check().ok

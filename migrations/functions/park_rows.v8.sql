@@ -10,8 +10,9 @@
 -- skipped, as are pools another transaction holds; a later claim parks them.
 -- Nothing here waits. The locked pools join the caller's held list.
 --
--- Version 8 (migration 0059): a claim that passed at least c_many (8) fits
--- in full pools reads ahead in bulk, c_bulk rows in all: a share of them in
+-- Version 8 (migration 0059): a claim of one task (p_single, which
+-- claim_tasks v44 passes) that passed at least c_many (8) fits in full
+-- pools reads ahead in bulk, c_bulk rows in all: a share of them in
 -- every group the passed rows lie in (up to c_bulk / c_ahead groups), and
 -- across priorities c_bulk / c_groups rows per queue. Such a claim met the
 -- full pools one at a time: each fit it passed cost it a call of
@@ -23,6 +24,11 @@
 -- claims: 5.3 s before its first cheap claim, 0.59x the naive query in a
 -- 3 s phase. Rows read that have room or no pool are not parked, so a head
 -- of open pools costs the read alone, and the read is bounded.
+-- A claim of several tasks passes fits in full pools as it takes the
+-- others, and parks as version 7 did: reading 8,192 rows ahead on its
+-- behalf put a claim_many(100) at 70,000-82,000 buffers (mb_half_pools),
+-- over its budget of 10,000, where a claim that took one task after 8
+-- full pools has already paid 8 searches.
 --
 -- Version 7 (migration 0057): where the passed rows' own priorities hold
 -- few rows ahead (every task its own priority: deadlines, epoch seconds,
@@ -116,7 +122,8 @@ CREATE OR REPLACE FUNCTION park_rows(
     INOUT locked text[],
     p_empty boolean DEFAULT false,
     p_available bigint DEFAULT NULL,
-    p_descending boolean DEFAULT NULL
+    p_descending boolean DEFAULT NULL,
+    p_single boolean DEFAULT false
 )
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
@@ -160,7 +167,7 @@ BEGIN
     END IF;
     v_ahead := CASE WHEN v_n >= c_bulk_after THEN c_bulk ELSE c_ahead END;
     v_groups := c_groups;
-    IF v_n >= c_many AND v_n < c_bulk_after THEN
+    IF p_single AND v_n >= c_many AND v_n < c_bulk_after THEN
         -- Many fits passed (version 8): every group they lie in, up to
         -- c_bulk / c_ahead, a share of c_bulk rows each, so the rows read
         -- stay within c_bulk whatever the groups hold.
