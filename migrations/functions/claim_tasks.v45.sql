@@ -595,12 +595,16 @@
 --    Each claim takes the first fit, so the tasks that do not fit pile up at
 --    the head, one more every few claims: with 16, the look ran dry at a
 --    pile of 2,560 rows (claim 455 of a session) and every claim after it
---    asked the buckets. Now a first read of 16 that runs dry reads on from
---    its last key, 48 more, up to 10,240 rows in all there, about half the
---    buckets' cost. Not one read of 64: a look stops at c_head (8) fits, so
---    where the listed queues' fits are sparse (3 of 1,000 queues listed)
---    one read of 64 went on to its eighth fit where 16 stopped with fewer:
---    0.85x of version 44's claims/s on the twelfth wide draw's w8.
+--    asked the buckets. With 64 it reads up to 10,240 rows there, about
+--    half the buckets' cost. Where the listed queues' fits are sparse (3 of
+--    1,000 queues listed, rows scattered over the heap: the twelfth wide
+--    draw's w8) a look reads on to its c_head fits, past where 16 stopped,
+--    and runs at 0.85-0.88x of version 44 (still about 5x the naive query).
+--    A draft that read 16 and then, when dry, 48 more from its last key
+--    lost as much there and gained less on the lists with a pile (a second
+--    start of the look's statement): listed_half_max 1.15x / 1.10x against
+--    1.29x / 1.19x, listed_mb_half_max 0.94x / 1.09x against 1.02x /
+--    1.34x (one consumer / 8, at 1,000,000 tasks).
 CREATE OR REPLACE FUNCTION claim_tasks(
     p_available bigint,
     p_limit integer,
@@ -679,8 +683,7 @@ DECLARE
     -- finds nothing is read twice (its last key), so 16 keeps a dry walk and
     -- the buckets within about twice the buckets alone.
     c_walk CONSTANT integer := 16;
-    c_dwalk CONSTANT integer := 64;  -- the same for a descending look over a list, in two reads (version 45)
-    v_dmore boolean := false;        -- that look's first read ran dry and it read on
+    c_dwalk CONSTANT integer := 64;  -- the same for a descending look over a list (version 45)
     v_cands bigint[];
     v_nfit integer;
     v_hk bigint;
@@ -1196,7 +1199,8 @@ BEGIN
             -- Several listed queues: the look walks the shared order as far
             -- as their buckets are worth (c_walk rows a queue for each class)
             -- at once, so a walk that finds nothing reads its last key once.
-            v_look := GREATEST(v_look, cardinality(v_queues) * c_walk * v_class);
+            -- Descending, the buckets cost twice as many probes (version 45).
+            v_look := GREATEST(v_look, cardinality(v_queues) * CASE WHEN v_ldesc THEN c_dwalk ELSE c_walk END * v_class);
         END IF;
         v_round := 0;
         -- The session's hint (version 10): 'amount:skips:queue' after a look
@@ -1718,19 +1722,6 @@ BEGIN
                         EXIT look;
                     END IF;
                     v_global := false;
-                END IF;
-                IF v_ldesc AND v_round = 1 AND NOT v_dmore THEN
-                    -- A list in descending order (version 45): its buckets
-                    -- ask two probes a level, so before them the look reads
-                    -- on from its last key, up to c_dwalk rows a listed
-                    -- queue for each class in all. A first read of c_walk
-                    -- stops sooner where the listed queues' fits are sparse
-                    -- but there (it stops at c_head fits, or fewer at its
-                    -- budget's end).
-                    v_dmore := true;
-                    v_look := cardinality(v_queues) * (c_dwalk - c_walk) * v_class;
-                    v_walk := true;  -- the same round
-                    CONTINUE look;
                 END IF;
                 IF v_round = 1 AND NOT v_several THEN
                     -- One queue, and its pile outgrew the look: say so for the
