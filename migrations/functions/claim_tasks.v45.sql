@@ -599,7 +599,8 @@
 --    half the buckets' cost. Where the listed queues' fits are sparse (3 of
 --    1,000 queues listed, rows scattered over the heap: the twelfth wide
 --    draw's w8) a look reads on to its c_head fits, past where 16 stopped,
---    and runs at 0.85-0.88x of version 44 (still about 5x the naive query).
+--    and runs at 0.85x / 0.87x of version 44 with 1 / 8 consumers (still
+--    about 5x the naive query).
 --    A draft that read 16 and then, when dry, 48 more from its last key
 --    lost as much there and gained less on the lists with a pile (a second
 --    start of the look's statement): listed_half_max 1.15x / 1.10x against
