@@ -1,4 +1,4 @@
-"""A descending look over a list walks as far as its buckets are worth.
+"""A descending look over a list reads further before it asks the buckets.
 
 Revision ID: 0060
 Revises: 0059
