@@ -386,9 +386,9 @@ def test_stranded_parked_task_is_reported_and_repaired(full_pool, dsn: str) -> N
     tq, running, waiting, plain = full_pool
     assert tq.claim().id == plain  # type: ignore[union-attr]
     with psycopg.connect(dsn) as conn:  # free the slot behind the trigger's back
-        conn.execute("ALTER TABLE taskqueue.pools DISABLE TRIGGER reopen_on_free_slot")
+        conn.execute("ALTER TABLE taskqueue.pools DISABLE TRIGGER on_pool_room")
         conn.execute("UPDATE taskqueue.pools SET running_limit = 5 WHERE name = 'net'")
-        conn.execute("ALTER TABLE taskqueue.pools ENABLE TRIGGER reopen_on_free_slot")
+        conn.execute("ALTER TABLE taskqueue.pools ENABLE TRIGGER on_pool_room")
     report = tq.check()
     assert not report.ok
     assert {v.check for v in report.violations} == {"parked_in_open_pool"}
