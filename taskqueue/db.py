@@ -70,7 +70,7 @@ def _pyformat(sql: str) -> str:
 #: complete loop spent a quarter of its time in that layer.
 DRIVER_STATEMENTS = (
     "enqueue_task", "claim_tasks", "complete_tasks", "heartbeat_tasks",
-    "complete_task", "complete_task_alone", "fail_task", "heartbeat_task", "requeue_task",
+    "complete_task", "complete_task_alone", "complete_task_pooled", "fail_task", "heartbeat_task", "requeue_task",
 )
 
 #: Every named statement in psycopg's parameter style: the asyncio runner

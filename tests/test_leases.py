@@ -9,6 +9,7 @@ import pytest
 
 from taskqueue import LeaseLost, Pool, Task, TaskQueue
 from taskqueue.retry import CAP_SECONDS, backoff_seconds
+from taskqueue.store import tasks as task_ops
 from taskqueue.store.tasks import ESTIMATE_SAMPLE
 from tests.support.apis import tq  # noqa: F401  (the contract runs against both APIs)
 
@@ -139,6 +140,45 @@ def test_complete_of_a_task_without_pool_lets_the_row_decide(tq: TaskQueue, dsn:
     with pytest.raises(LeaseLost):
         tq.complete(lost)
     assert tq.get(lost.id).state == "queued"  # type: ignore[union-attr]
+
+
+def test_complete_of_a_pooled_task_outside_the_sample_releases_its_slot_once(tq: TaskQueue, dsn: str) -> None:
+    """A pooled task whose id is outside the estimate's sample ends with complete_task_pooled: its slot
+    comes back, a full pool frees, a second completion releases nothing, and a lost lease raises."""
+    tq.set_pool_limit("p", 2)
+    ids = tq.enqueue_many([{"payload": i, "pool": "p"} for i in range(2 * ESTIMATE_SAMPLE)])
+    outside = [i for i in ids if i % ESTIMATE_SAMPLE != 0][:3]
+    with psycopg.connect(dsn) as conn:  # only the three chosen ones are claimable
+        conn.execute("UPDATE taskqueue.tasks SET state = 'cancelled' WHERE NOT (id = ANY(%s))", (outside,))
+    done, lost = claim_one(tq), claim_one(tq)
+    assert {done.id, lost.id} <= set(outside) and tq.pool("p") == Pool("p", 2, 2)
+    tq.complete(done, result={"ok": 1})
+    assert tq.pool("p") == Pool("p", 2, 1)
+    with psycopg.connect(dsn) as conn:
+        freed = conn.execute("SELECT freed_at IS NOT NULL FROM taskqueue.pools WHERE name = 'p'").fetchone()
+    assert freed == (True,)  # full to room, in the same statement
+    got = tq.get(done.id)
+    assert got is not None and got.state == "done" and got.result == {"ok": 1}
+    with pytest.raises(LeaseLost):
+        tq.complete(done)
+    assert tq.pool("p") == Pool("p", 2, 1)  # not released a second time
+    expire(dsn, lost.id)
+    assert tq.rescue_expired() == 1
+    assert tq.pool("p") == Pool("p", 2, 0)
+    with pytest.raises(LeaseLost):
+        tq.complete(lost)
+    assert tq.pool("p") == Pool("p", 2, 0)
+    assert tq.check().ok
+
+
+@pytest.mark.parametrize(("task_id", "pooled", "statement"), [
+    (9, True, "complete_task_pooled"), (9, False, "complete_task_alone"),
+    (8, True, "complete_task"), (8, False, "complete_task"),
+])
+def test_a_completion_picks_its_statement_by_pool_and_sample(task_id: int, pooled: bool, statement: str) -> None:
+    """Only the sampled ids (one in ESTIMATE_SAMPLE) pay complete_task's upsert of the queue's estimate."""
+    first_request = next(task_ops.complete(task_id, "token", None, "channel", pooled=pooled))
+    assert first_request.name == statement
 
 
 def test_fail_after_complete_raises(tq: TaskQueue) -> None:

@@ -62,6 +62,6 @@ def test_composing_an_unknown_fragment_is_refused(tmp_path: Path) -> None:
 def test_the_pool_release_is_written_once() -> None:
     text = "".join(t for _, t in sql_files())
     assert len(re.findall(r"SET running = p\.running - 1", text)) == 1
-    for name in ("complete_task", "fail_task", "requeue_task"):
+    for name in ("complete_task", "complete_task_pooled", "fail_task", "requeue_task"):
         assert "SET running = p.running - 1" in STATEMENTS[name], name
         assert "freed_full_pool" in STATEMENTS[name], name

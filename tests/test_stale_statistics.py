@@ -112,14 +112,15 @@ def _params(name: str, task_id: int, token: str) -> dict[str, Any]:
         "heartbeat_tasks": {"ids": [task_id], "tokens": [token], "lease": 30.0},
         "complete_task": {**one, "result": json.dumps(1), "sample": 8, "channel": "taskqueue_wakeup"},
         "complete_task_alone": {**one, "result": None},
+        "complete_task_pooled": {**one, "result": None, "channel": "taskqueue_wakeup"},
         "complete_tasks": {"ids": [task_id], "tokens": [token], "results": [None]},
         "fail_task": {**one, "error": "boom", "retry": True, "retry_in": 0.0, "channel": "taskqueue_wakeup"},
         "requeue_task": {**one, "error": "shutdown", "channel": "taskqueue_wakeup"},
     }[name]
 
 
-LEASE_STATEMENTS = ["heartbeat_task", "heartbeat_tasks", "complete_task", "complete_task_alone", "complete_tasks",
-                    "fail_task", "requeue_task"]
+LEASE_STATEMENTS = ["heartbeat_task", "heartbeat_tasks", "complete_task", "complete_task_alone", "complete_task_pooled",
+                    "complete_tasks", "fail_task", "requeue_task"]
 
 
 @pytest.mark.parametrize("plan_mode", ["force_generic_plan", "force_custom_plan"])

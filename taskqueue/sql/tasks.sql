@@ -149,6 +149,19 @@ WITH ended AS (
 )
 -- compose: _release_pool_slot
 
+-- name: complete_task_pooled
+-- complete_task for a pooled task whose run time is not sampled for the
+-- estimate (decided by the caller, as for complete_task_alone): the claim
+-- ends and its pool's slot is released in one statement, without the CTE on
+-- queue_estimates, whose INSERT ... ON CONFLICT opens that table and its
+-- index in every statement, whether it adds a row or not. A pool the task
+-- does not have (NULL) releases nothing, as in complete_task.
+WITH ended AS (
+-- compose: _end_claim_as_done
+    RETURNING id, state, pool, run_at
+)
+-- compose: _release_pool_slot
+
 -- name: complete_task_alone
 -- complete_task for the common case, as one plain UPDATE: a task with no
 -- pool whose run time is not sampled for the estimate (decided by the

@@ -101,7 +101,7 @@ def heartbeat_many(claims: Sequence[tuple[int, str]], lease: float | None) -> Op
 
 #: A single completion adds one task in this many (by id) to its queue's
 #: learnt estimate; complete_task is given it, and the rest end with
-#: complete_task_alone when they have no pool.
+#: complete_task_alone when they have no pool, complete_task_pooled when they do.
 ESTIMATE_SAMPLE = 8
 
 
@@ -110,9 +110,15 @@ def complete(task_id: int, token: str, result_json: str | None, channel: str, *,
 
     A task with no pool and outside the estimate's sample ends with one
     plain UPDATE (complete_task_alone); if that matches nothing, complete_task
-    decides, so a lost lease or an unknown pool is handled as before.
+    decides, so a lost lease or an unknown pool is handled as before. A pooled
+    one outside the sample ends with complete_task_pooled, which releases its
+    slot as complete_task does, without the estimate's upsert.
     """
-    if not pooled and task_id % ESTIMATE_SAMPLE != 0:
+    if task_id % ESTIMATE_SAMPLE != 0:
+        if pooled:
+            row = yield from first("complete_task_pooled", id=task_id, token=token, result=result_json,
+                                   channel=channel)
+            return _outcome(row)
         row = yield from first("complete_task_alone", id=task_id, token=token, result=result_json)
         if row is not None:
             return _outcome(row)
