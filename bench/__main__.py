@@ -15,7 +15,7 @@ from . import common
 SCENARIOS = (
     "shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "async_api", "report",
     "versions", "instructions", "stale", "due_burst", "gil_threads", "cpu_neighbour", "random_shapes", "locked_fits",
-    "k_walks", "cpu_split", "client_loops", "hot_pool",
+    "k_walks", "cpu_split", "client_loops", "hot_pool", "write_costs",
 )
 
 
@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--churn-rows", type=int, default=None, help="report only: size of the churn run")
     parser.add_argument("--only", default=None,
                         help="shapes, versions, instructions, k_walks, cpu_split: comma-separated shape names; "
-                             "locked_fits: cases; scheduling: drain or real; "
+                             "locked_fits: cases; scheduling: drain or real; write_costs: pool_update or "
+                             "task_update; "
                              "pools: many, big, big_head, slow, slow_random or slow_falling; "
                              "enqueue: index_cost, level_index_cost, fine_include_cost or any_exact_cost")
     parser.add_argument("--old", default=None,
