@@ -7,7 +7,7 @@
 -- or not. Every claim of a pooled task takes its slot with an UPDATE of pools
 -- and every completion gives it back with another. Under callgrind, one such
 -- UPDATE cost 245,000 server instructions with the two triggers, 96,000 with
--- this one and 63,000 with none: the two conditions were about 6% of a pooled
+-- this one and 65,000 with none: the two conditions were about 6% of a pooled
 -- claim + done, and on a claim, which never frees a slot, they learnt
 -- nothing. This trigger's condition is what both shared (the pool has a
 -- limit and was full, or kept tasks parked while it had room); the rest of
