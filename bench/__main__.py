@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="versions, instructions: the older function file to compare with, e.g. claim_tasks.v10 "
                              "(versions: several, comma-separated, or an index as it was, e.g. ix_tasks_fit_fine.v1); "
                              "stale: older function files, comma-separated")
-    parser.add_argument("--count", type=int, default=None, help="random_shapes: how many shapes to draw (default 30)")
+    parser.add_argument("--count", type=int, default=None, help="random_shapes: how many shapes to draw (default 30); "
+                        "instructions: claims before the counted ones (default 10)")
     parser.add_argument("--seed", type=int, default=None,
                         help="random_shapes: the seed of the draw (default 1); versions: measure shapes of this "
                              "draw, named by --only")

@@ -10,8 +10,9 @@ loads the ``--old`` function file beside the current one, renamed
 ``claim_tasks_old`` (or, for a function the claim calls, e.g. ``--old
 fit_candidate.v4``, that one renamed, called by a copy of the newest
 claim_tasks renamed ``claim_tasks_old``). For each function it runs two
-sessions, one of 10 warm-up loops and one of 10 + ``LOOPS``; the difference
-between their totals, over ``LOOPS``, is the instructions one claim (``claim_tasks(available, 1, ...)``)
+sessions, one of 10 warm-up loops (``--count N``: N) and one of as many +
+``LOOPS``; the difference between their totals, over ``LOOPS``, is the
+instructions one claim (``claim_tasks(available, 1, ...)``)
 and its completion (a plain UPDATE by id) cost the server, start-up and
 planning excluded. The naive query of the shapes scenario is counted the same
 way, with its own index, for reference. Claimed rows are put back between
@@ -114,7 +115,7 @@ class Cluster:
         raise SystemExit(f"instructions: no callgrind totals for backend {pid}")
 
 
-def _session(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape, loops: int) -> int:
+def _session(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape, loops: int, warmup: int) -> int:
     shapes.reset(cluster.dsn, schema)
     with psycopg.connect(cluster.dsn, autocommit=True, options=f"-c search_path={schema}") as conn:
         pid = conn.info.backend_pid
@@ -124,7 +125,7 @@ def _session(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape,
         else:
             claim = CLAIM.format(fn=fn)
             params = {"a": a, "queues": shape.queue_list, "desc": shape.order == "max"}
-        for _ in range(WARMUP + loops):
+        for _ in range(warmup + loops):
             row = conn.execute(claim, params, prepare=True).fetchone()
             if row is None:
                 raise SystemExit(f"instructions: {shape.name}: the backlog ran out; seed more --rows")
@@ -132,7 +133,7 @@ def _session(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape,
     return cluster.total(pid)
 
 
-def _api_session(cluster: Cluster, schema: str, shape: shape_catalog.Shape, loops: int) -> int:
+def _api_session(cluster: Cluster, schema: str, shape: shape_catalog.Shape, loops: int, warmup: int) -> int:
     """Loops of ``TaskQueue.claim`` + ``complete`` on one pooled connection: the statements users' code sends."""
     from taskqueue import TaskQueue
 
@@ -142,7 +143,7 @@ def _api_session(cluster: Cluster, schema: str, shape: shape_catalog.Shape, loop
         with tq.engine.connect() as conn:
             pid = int(conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
         a = shapes.draw_available(shape, random.Random(1))
-        for _ in range(WARMUP + loops):
+        for _ in range(warmup + loops):
             task = tq.claim(available=a, worker="callgrind", order=shape.order,  # type: ignore[arg-type]
                             queues=shape.queue_list)
             if task is None:
@@ -153,13 +154,14 @@ def _api_session(cluster: Cluster, schema: str, shape: shape_catalog.Shape, loop
     return cluster.total(pid)
 
 
-def per_claim(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape) -> float:
+def per_claim(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape, warmup: int = WARMUP) -> float:
+    """Instructions a claim + done after ``warmup`` of them (more of them: tasks too big piled at the head)."""
     if fn == NAIVE:  # its own index, there only while it runs (as in the shapes scenario)
         common.execute(cluster.dsn, schema, shape.naive_index, "ANALYZE tasks")
     def session(loops: int) -> int:
         if fn == API:
-            return _api_session(cluster, schema, shape, loops)
-        return _session(cluster, schema, fn, shape, loops)
+            return _api_session(cluster, schema, shape, loops, warmup)
+        return _session(cluster, schema, fn, shape, loops, warmup)
 
     try:
         base = session(0)
@@ -169,7 +171,7 @@ def per_claim(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape
             common.execute(cluster.dsn, schema, "DROP INDEX bench_naive")
 
 
-def without_checks(cluster: Cluster, schema: str, shape: shape_catalog.Shape) -> float:
+def without_checks(cluster: Cluster, schema: str, shape: shape_catalog.Shape, warmup: int = WARMUP) -> float:
     """The current function with the tasks table's CHECK constraints dropped (then put back): what they cost.
 
     PostgreSQL 15 reads each CHECK expression from its stored text and
@@ -179,13 +181,14 @@ def without_checks(cluster: Cluster, schema: str, shape: shape_catalog.Shape) ->
     checks = common.rows(cluster.dsn, schema, CHECKS)
     common.execute(cluster.dsn, schema, *(f'ALTER TABLE tasks DROP CONSTRAINT "{name}"' for name, _ in checks))
     try:
-        return per_claim(cluster, schema, "claim_tasks", shape)
+        return per_claim(cluster, schema, "claim_tasks", shape, warmup)
     finally:
         common.execute(cluster.dsn, schema,
                        *(f'ALTER TABLE tasks ADD CONSTRAINT "{name}" {text}' for name, text in checks))
 
 
-def at_previous_revision(cluster: Cluster, schema: str, shape: shape_catalog.Shape) -> tuple[str, float]:
+def at_previous_revision(cluster: Cluster, schema: str, shape: shape_catalog.Shape,
+                         warmup: int = WARMUP) -> tuple[str, float]:
     """A claim + done with the schema one revision back (then forward again): what the head migration saved."""
     from alembic.script import ScriptDirectory
 
@@ -202,7 +205,7 @@ def at_previous_revision(cluster: Cluster, schema: str, shape: shape_catalog.Sha
         downgrade(tq.engine, schema, previous)
         try:
             common.execute(cluster.dsn, schema, "VACUUM ANALYZE tasks")
-            return previous, per_claim(cluster, schema, "claim_tasks", shape)
+            return previous, per_claim(cluster, schema, "claim_tasks", shape, warmup)
         finally:
             upgrade(tq.engine, schema)
             common.execute(cluster.dsn, schema, "VACUUM ANALYZE tasks")
@@ -243,7 +246,9 @@ def run(opts: common.Options) -> dict[str, Any]:
     chosen = [s for s in shape_catalog.SHAPES if s.name in names]
     if len(chosen) != len(names):
         raise SystemExit(f"instructions: unknown shape in {names}")
-    out: dict[str, Any] = {"scenario": "instructions", "rows": rows, "loops": LOOPS, "old": opts.old, "shapes": []}
+    warmup = opts.count or WARMUP
+    out: dict[str, Any] = {"scenario": "instructions", "rows": rows, "loops": LOOPS, "warmup": warmup,
+                           "old": opts.old, "shapes": []}
     with tempfile.TemporaryDirectory(prefix="tq-callgrind-") as tmp:
         cluster = Cluster(Path(tmp))
         try:
@@ -253,11 +258,11 @@ def run(opts: common.Options) -> dict[str, Any]:
                 common.console.log(f"instructions: {shape.name}: seeding {rows:,} rows under callgrind")
                 shapes.seed(cluster.dsn, schema, shape, rows)
                 load_renamed(cluster.dsn, schema, opts.old)
-                old = per_claim(cluster, schema, "claim_tasks_old", shape)
-                new = per_claim(cluster, schema, "claim_tasks", shape)
-                naive = per_claim(cluster, schema, NAIVE, shape)
-                api = per_claim(cluster, schema, API, shape)
-                previous, before = at_previous_revision(cluster, schema, shape)
+                old = per_claim(cluster, schema, "claim_tasks_old", shape, warmup)
+                new = per_claim(cluster, schema, "claim_tasks", shape, warmup)
+                naive = per_claim(cluster, schema, NAIVE, shape, warmup)
+                api = per_claim(cluster, schema, API, shape, warmup)
+                previous, before = at_previous_revision(cluster, schema, shape, warmup)
                 common.console.log(f"instructions: {shape.name}: {old / 1e3:,.0f}k -> {new / 1e3:,.0f}k a claim + done"
                                    f" (naive {naive / 1e3:,.0f}k; through the API {api / 1e3:,.0f}k;"
                                    f" at revision {previous} {before / 1e3:,.0f}k)")
@@ -268,7 +273,7 @@ def run(opts: common.Options) -> dict[str, Any]:
                        "previous_revision_per_claim": round(before),
                        "new_over_previous_revision": common.ratio(new, before)}
                 if shape is chosen[0]:
-                    row["new_per_claim_without_checks"] = round(without_checks(cluster, schema, shape))
+                    row["new_per_claim_without_checks"] = round(without_checks(cluster, schema, shape, warmup))
                 out["shapes"].append(row)
         finally:
             cluster.stop()
