@@ -48,7 +48,7 @@ def scanned(dsn: str, descending: bool, available: int = GB) -> tuple[int | None
         def entries() -> int:
             conn.execute("SELECT pg_stat_force_next_flush()")
             conn.execute("SELECT pg_stat_clear_snapshot()")
-            return conn.execute(INDEX_ROWS).fetchone()[0]  # type: ignore[index]
+            return int(conn.execute(INDEX_ROWS).fetchone()[0])  # type: ignore[index]
         before = entries()
         row = conn.execute(call, (available, -2147483647 if descending else -2147483648, descending)).fetchone()
         return (row[0] if row else None), entries() - before
