@@ -70,6 +70,11 @@ def _close_the_circle(dsn: str, parked_id: int, finish: Any) -> BaseException | 
         _wait_for_lock_waiters(watcher, 1)  # the release's trigger waits for the row held here
         # Now wait for the pool's row, which the release holds: a deadlock. The
         # release waited first, so PostgreSQL rolls it back and this goes on.
+        # Each waiter checks for a deadlock deadlock_timeout after it began to
+        # wait; on a loaded machine the two checks can come out of order, so
+        # this side waits longer before it looks (where the role may set it).
+        if other.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (True,):
+            other.execute("SET LOCAL deadlock_timeout = '10s'")
         other.execute("UPDATE taskqueue.pools SET running = running WHERE name = 'net'")
         other.commit()
         thread.join(timeout=60)
