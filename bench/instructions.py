@@ -154,7 +154,7 @@ def _api_session(cluster: Cluster, schema: str, shape: shape_catalog.Shape, loop
     return cluster.total(pid)
 
 
-def per_claim(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape, warmup: int = WARMUP) -> float:
+def per_claim(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape, warmup: int) -> float:
     """Instructions a claim + done after ``warmup`` of them (more of them: tasks too big piled at the head)."""
     if fn == NAIVE:  # its own index, there only while it runs (as in the shapes scenario)
         common.execute(cluster.dsn, schema, shape.naive_index, "ANALYZE tasks")
@@ -171,7 +171,7 @@ def per_claim(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape
             common.execute(cluster.dsn, schema, "DROP INDEX bench_naive")
 
 
-def without_checks(cluster: Cluster, schema: str, shape: shape_catalog.Shape, warmup: int = WARMUP) -> float:
+def without_checks(cluster: Cluster, schema: str, shape: shape_catalog.Shape, warmup: int) -> float:
     """The current function with the tasks table's CHECK constraints dropped (then put back): what they cost.
 
     PostgreSQL 15 reads each CHECK expression from its stored text and
@@ -188,7 +188,7 @@ def without_checks(cluster: Cluster, schema: str, shape: shape_catalog.Shape, wa
 
 
 def at_previous_revision(cluster: Cluster, schema: str, shape: shape_catalog.Shape,
-                         warmup: int = WARMUP) -> tuple[str, float]:
+                         warmup: int) -> tuple[str, float]:
     """A claim + done with the schema one revision back (then forward again): what the head migration saved."""
     from alembic.script import ScriptDirectory
 
