@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 if TYPE_CHECKING:  # the ORM costs ~40 ms to import; a Session can only exist once it is loaded
     from sqlalchemy.orm import Session
 
+from .cursors import Cursors, reused
 from .dberrors import database_error, driver_error
 from .dsn import to_sqlalchemy_url
 from .errors import ValidationError
@@ -188,11 +189,11 @@ def listen(pg_conn: psycopg.Connection[Any], channel: str) -> None:
 
 
 # -- performing requests ------------------------------------------------------
-def _perform(conn: Connection, request: Request) -> Any:
+def _perform(conn: Connection, request: Request, own: bool = False) -> Any:
     if isinstance(request, Copy) or (isinstance(request, Query) and request.name in DRIVER):
         driver = conn.connection.driver_connection
         assert driver is not None
-        return _perform_raw(driver, request)
+        return _perform_raw(driver, request, own=own)
     if not isinstance(request, Query):
         raise TypeError(f"not a store request: {request!r}")
     result = conn.execute(_TEXT[request.name], dict(request.params))
@@ -211,11 +212,18 @@ def _perform(conn: Connection, request: Request) -> Any:
     return None
 
 
-def _perform_raw(driver: psycopg.Connection[Any], request: Request) -> Any:
-    """One request on psycopg's connection itself: every statement in its pyformat text, the hot ones prepared."""
+def _perform_raw(driver: psycopg.Connection[Any], request: Request, *, own: bool = False) -> Any:
+    """One request on psycopg's connection itself: every statement in its pyformat text, the hot ones prepared.
+
+    ``own``: the connection is ours (held or pooled), so the hot statements reuse its cursors.
+    """
     if isinstance(request, Query):
-        prepare = prepare_flag(driver) if request.name in DRIVER else None
-        return _perform_on_driver(driver, PYFORMAT[request.name], request, prepare)
+        sql = DRIVER.get(request.name)
+        if sql is None:
+            return _perform_on_driver(driver, PYFORMAT[request.name], request, None)
+        if own:
+            return _perform_on_cursors(reused(driver), sql, request, prepare_flag(driver))
+        return _perform_on_driver(driver, sql, request, prepare_flag(driver))
     if isinstance(request, Copy):
         with driver.cursor() as cursor, cursor.copy(STATEMENTS[request.name]) as copy:
             write = copy.write_row
@@ -249,14 +257,36 @@ def _perform_on_driver(driver: psycopg.Connection[Any], sql: str, request: Query
     return None
 
 
-def drive(conn: Connection, op: Op[T], request: Request | None = None) -> T:
-    """Perform the requests of ``op`` on ``conn`` until it returns; ``request`` is its first if already taken."""
+def _perform_on_cursors(cursors: Cursors, sql: str, request: Query, prepare: bool | None) -> Any:
+    """As :func:`_perform_on_driver`, on the connection's reused cursors (:mod:`taskqueue.cursors`)."""
+    fetch = request.fetch
+    if fetch == "rows" or fetch == "first":
+        dicts = cursors.dicts
+        dicts.execute(sql, request.params, prepare=prepare)
+        return dicts.fetchall() if fetch == "rows" else dicts.fetchone()
+    cur = cursors.tuples
+    cur.execute(sql, request.params, prepare=prepare)
+    if fetch == "tuples":
+        return cur.fetchall()
+    if fetch == "scalar":
+        row = cur.fetchone()
+        return None if row is None else row[0]
+    if fetch == "rowcount":
+        return cur.rowcount
+    return None
+
+
+def drive(conn: Connection, op: Op[T], request: Request | None = None, *, own: bool = False) -> T:
+    """Perform the requests of ``op`` on ``conn`` until it returns; ``request`` is its first if already taken.
+
+    ``own``: ``conn`` is one of ours, not a caller's (its hot statements reuse its cursors).
+    """
     if request is None:
         try:
             request = next(op)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-    return _drive(lambda r: _perform(conn, r), op, request)
+    return _drive(lambda r: _perform(conn, r, own), op, request)
 
 
 def _drive(perform: Callable[[Request], Any], op: Op[T], request: Request) -> T:
@@ -305,7 +335,7 @@ class Database:
             if connection is None and mode == "autocommit":  # the single enqueue and other one-statement calls
                 return self._autocommit(op, request)
             with self.connection(connection, mode) as conn:
-                return drive(conn, op, request)
+                return drive(conn, op, request, own=connection is None)
         except (sa.exc.SQLAlchemyError, psycopg.Error) as exc:
             raise database_error(exc) from driver_error(exc) or exc
 
@@ -321,7 +351,7 @@ class Database:
         held = self._held.take()
         if held is not None:
             try:
-                return _drive(lambda r: _perform_raw(held.driver, r), op, request)
+                return _drive(lambda r: _perform_raw(held.driver, r, own=True), op, request)
             finally:
                 self._held.give_back(held)
         fairy = self.engine.pool.connect()
@@ -329,7 +359,7 @@ class Database:
             driver: psycopg.Connection[Any] = fairy.driver_connection  # type: ignore[assignment]
             driver.autocommit = True
             try:
-                return _drive(lambda r: _perform_raw(driver, r), op, request)
+                return _drive(lambda r: _perform_raw(driver, r, own=True), op, request)
             finally:
                 if not driver.closed and not driver.broken:
                     driver.autocommit = False

@@ -22,6 +22,7 @@ from psycopg import AsyncConnection, IsolationLevel
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
+from ..cursors import AsyncCursors, reused_async
 from ..db import (
     DRIVER_STATEMENTS,
     PYFORMAT,
@@ -43,7 +44,7 @@ T = TypeVar("T")
 AsyncConn = AsyncConnection[Any]
 
 
-async def _perform(conn: AsyncConn, request: Request) -> Any:
+async def _perform(conn: AsyncConn, request: Request, own: bool = False) -> Any:
     if isinstance(request, Copy):
         async with conn.cursor() as cur, cur.copy(STATEMENTS[request.name]) as copy:
             for row in request.rows:
@@ -52,8 +53,11 @@ async def _perform(conn: AsyncConn, request: Request) -> Any:
     if not isinstance(request, Query):
         raise TypeError(f"not a store request: {request!r}")
     # The hot statements are prepared at once, the others after psycopg's threshold (never behind PgBouncer).
-    prepared = prepare_flag(conn) if request.name in DRIVER_STATEMENTS else None
+    hot = request.name in DRIVER_STATEMENTS
+    prepared = prepare_flag(conn) if hot else None
     fetch = request.fetch
+    if hot and own:  # our own connection: its reused cursors (taskqueue.cursors)
+        return await _perform_on_cursors(reused_async(conn), request, prepared)
     if fetch == "tuples":
         async with conn.cursor(row_factory=tuple_row) as tuples:
             await tuples.execute(PYFORMAT[request.name], request.params, prepare=prepared)
@@ -72,10 +76,34 @@ async def _perform(conn: AsyncConn, request: Request) -> Any:
         return None
 
 
-async def drive(conn: AsyncConn, op: Op[T], request: Request) -> T:
-    """Perform the requests of ``op`` on ``conn``, ``request`` (already taken) first, until it returns."""
+async def _perform_on_cursors(cursors: AsyncCursors, request: Query, prepared: bool | None) -> Any:
+    fetch = request.fetch
+    sql = PYFORMAT[request.name]
+    if fetch == "tuples":
+        tuples = cursors.tuples
+        await tuples.execute(sql, request.params, prepare=prepared)
+        return await tuples.fetchall()
+    cur = cursors.dicts
+    await cur.execute(sql, request.params, prepare=prepared)
+    if fetch == "rows":
+        return await cur.fetchall()
+    if fetch == "first":
+        return await cur.fetchone()
+    if fetch == "scalar":
+        first = await cur.fetchone()
+        return None if first is None else next(iter(first.values()))
+    if fetch == "rowcount":
+        return cur.rowcount
+    return None
+
+
+async def drive(conn: AsyncConn, op: Op[T], request: Request, *, own: bool = False) -> T:
+    """Perform the requests of ``op`` on ``conn``, ``request`` (already taken) first, until it returns.
+
+    ``own``: ``conn`` is one of ours, not a caller's (its hot statements reuse its cursors).
+    """
     while True:
-        result = await _perform(conn, request)
+        result = await _perform(conn, request, own)
         try:
             request = op.send(result)
         except StopIteration as stop:
@@ -131,7 +159,7 @@ class AsyncDatabase:
             return stop.value  # type: ignore[no-any-return]
         try:
             async with self.connection(connection, mode) as conn:
-                return await drive(conn, op, request)
+                return await drive(conn, op, request, own=connection is None)
         except (sa.exc.SQLAlchemyError, psycopg.Error) as exc:
             raise database_error(exc) from driver_error(exc) or exc
 
