@@ -15,7 +15,7 @@ from . import common
 SCENARIOS = (
     "shapes", "worst_case", "pools", "drain", "enqueue", "limit", "churn", "scheduling", "async_api", "report",
     "versions", "instructions", "stale", "due_burst", "gil_threads", "cpu_neighbour", "random_shapes", "locked_fits",
-    "k_walks", "cpu_split", "client_loops", "hot_pool", "write_costs",
+    "k_walks", "cpu_split", "client_loops", "hot_pool", "write_costs", "client_instructions",
 )
 
 
