@@ -38,17 +38,17 @@ class AsyncCursors(NamedTuple):
 
 def reused(driver: psycopg.Connection[Any]) -> Cursors:
     """The connection's own cursors, made on its first hot statement."""
-    found: Cursors | None = getattr(driver, _ATTR, None)
-    if found is None or found.tuples.connection is not driver:
-        found = Cursors(driver.cursor(row_factory=tuple_row), driver.cursor(row_factory=dict_row))
-        setattr(driver, _ATTR, found)
-    return found
+    return _kept(driver, Cursors)  # type: ignore[no-any-return]
 
 
 def reused_async(driver: psycopg.AsyncConnection[Any]) -> AsyncCursors:
     """The async connection's own cursors, made on its first hot statement."""
-    found: AsyncCursors | None = getattr(driver, _ATTR, None)
-    if found is None or found.tuples.connection is not driver:
-        found = AsyncCursors(driver.cursor(row_factory=tuple_row), driver.cursor(row_factory=dict_row))
+    return _kept(driver, AsyncCursors)  # type: ignore[no-any-return]
+
+
+def _kept(driver: Any, make: Any) -> Any:
+    found = getattr(driver, _ATTR, None)
+    if found is None:
+        found = make(driver.cursor(row_factory=tuple_row), driver.cursor(row_factory=dict_row))
         setattr(driver, _ATTR, found)
     return found

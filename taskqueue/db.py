@@ -240,34 +240,25 @@ def prepare_flag(driver: psycopg.Connection[Any] | psycopg.AsyncConnection[Any])
 
 def _perform_on_driver(driver: psycopg.Connection[Any], sql: str, request: Query, prepare: bool | None) -> Any:
     fetch = request.fetch
-    if fetch == "rows" or fetch == "first":
-        with driver.cursor(row_factory=dict_row) as cur:
-            cur.execute(sql, request.params, prepare=prepare)
-            return cur.fetchall() if fetch == "rows" else cur.fetchone()
-    if fetch == "tuples":
-        with driver.cursor(row_factory=tuple_row) as cur:
-            cur.execute(sql, request.params, prepare=prepare)
-            return cur.fetchall()
-    cursor = driver.execute(sql, request.params, prepare=prepare)
-    if fetch == "scalar":
-        row = cursor.fetchone()
-        return None if row is None else row[0]
-    if fetch == "rowcount":
-        return cursor.rowcount
-    return None
+    with driver.cursor(row_factory=dict_row if fetch == "rows" or fetch == "first" else tuple_row) as cur:
+        cur.execute(sql, request.params, prepare=prepare)
+        return _result(cur, fetch)
 
 
 def _perform_on_cursors(cursors: Cursors, sql: str, request: Query, prepare: bool | None) -> Any:
     """As :func:`_perform_on_driver`, on the connection's reused cursors (:mod:`taskqueue.cursors`)."""
     fetch = request.fetch
-    if fetch == "rows" or fetch == "first":
-        dicts = cursors.dicts
-        dicts.execute(sql, request.params, prepare=prepare)
-        return dicts.fetchall() if fetch == "rows" else dicts.fetchone()
-    cur = cursors.tuples
+    cur: psycopg.Cursor[Any] = cursors.dicts if fetch == "rows" or fetch == "first" else cursors.tuples
     cur.execute(sql, request.params, prepare=prepare)
-    if fetch == "tuples":
+    return _result(cur, fetch)
+
+
+def _result(cur: psycopg.Cursor[Any], fetch: str | None) -> Any:
+    """What a request asked to fetch of its executed statement (dict rows for "rows" and "first", else tuples)."""
+    if fetch == "rows" or fetch == "tuples":
         return cur.fetchall()
+    if fetch == "first":
+        return cur.fetchone()
     if fetch == "scalar":
         row = cur.fetchone()
         return None if row is None else row[0]

@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg.errors
 import sqlalchemy as sa
-from psycopg import AsyncConnection, IsolationLevel
+from psycopg import AsyncConnection, AsyncCursor, IsolationLevel
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 
-from ..cursors import AsyncCursors, reused_async
+from ..cursors import reused_async
 from ..db import (
     DRIVER_STATEMENTS,
     PYFORMAT,
@@ -56,36 +56,20 @@ async def _perform(conn: AsyncConn, request: Request, own: bool = False) -> Any:
     hot = request.name in DRIVER_STATEMENTS
     prepared = prepare_flag(conn) if hot else None
     fetch = request.fetch
-    if hot and own:  # our own connection: its reused cursors (taskqueue.cursors)
-        return await _perform_on_cursors(reused_async(conn), request, prepared)
-    if fetch == "tuples":
-        async with conn.cursor(row_factory=tuple_row) as tuples:
-            await tuples.execute(PYFORMAT[request.name], request.params, prepare=prepared)
-            return await tuples.fetchall()
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(PYFORMAT[request.name], request.params, prepare=prepared)
-        if fetch == "rows":
-            return await cur.fetchall()
-        if fetch == "first":
-            return await cur.fetchone()
-        if fetch == "scalar":
-            first = await cur.fetchone()
-            return None if first is None else next(iter(first.values()))
-        if fetch == "rowcount":
-            return cur.rowcount
-        return None
-
-
-async def _perform_on_cursors(cursors: AsyncCursors, request: Query, prepared: bool | None) -> Any:
-    fetch = request.fetch
     sql = PYFORMAT[request.name]
-    if fetch == "tuples":
-        tuples = cursors.tuples
-        await tuples.execute(sql, request.params, prepare=prepared)
-        return await tuples.fetchall()
-    cur = cursors.dicts
-    await cur.execute(sql, request.params, prepare=prepared)
-    if fetch == "rows":
+    if hot and own:  # our own connection: its reused cursors (taskqueue.cursors)
+        cursors = reused_async(conn)
+        kept: AsyncCursor[Any] = cursors.tuples if fetch == "tuples" else cursors.dicts
+        await kept.execute(sql, request.params, prepare=prepared)
+        return await _result(kept, fetch)
+    async with conn.cursor(row_factory=tuple_row if fetch == "tuples" else dict_row) as cur:
+        await cur.execute(sql, request.params, prepare=prepared)
+        return await _result(cur, fetch)
+
+
+async def _result(cur: AsyncCursor[Any], fetch: str | None) -> Any:
+    """What a request asked to fetch of its executed statement (rows as dicts, or as tuples for "tuples")."""
+    if fetch == "rows" or fetch == "tuples":
         return await cur.fetchall()
     if fetch == "first":
         return await cur.fetchone()
