@@ -2,10 +2,11 @@
 
 Why: ``conn.cursor()`` builds a cursor and its adapters map for every
 statement. For a claim of one task and its completion through bare psycopg
-that was 30% of the client's instructions (callgrind: 336k against 237k a
-claim + complete with the cursors reused; docs/performance.md, "Reused
-cursors"), and with 8 consumers on two cores the client's CPU is a third of
-what a task costs. A connection runs one statement at a time and a cursor may
+that was 30% of the client's instructions (callgrind: 357k against 251k a
+claim + complete with the cursors reused, ``python -m bench
+client_instructions``; docs/performance.md, "The client's share of a task,
+and reused cursors"), and with 8 consumers on two cores the client's CPU is
+a third of what a task costs. A connection runs one statement at a time and a cursor may
 run many, one after another, so one cursor per row shape per connection is
 enough. They are kept on the connection object itself and go with it.
 
