@@ -6,9 +6,10 @@ that was 30% of the client's instructions (callgrind: 357k against 251k a
 claim + complete with the cursors reused, ``python -m bench
 client_instructions``; docs/performance.md, "The client's share of a task,
 and reused cursors"), and with 8 consumers on two cores the client's CPU is
-a third of what a task costs. A connection runs one statement at a time and a cursor may
-run many, one after another, so one cursor per row shape per connection is
-enough. They are kept on the connection object itself and go with it.
+a third of what a task costs. A connection runs one statement at a time and
+a cursor may run many, one after another, so one cursor per row shape per
+connection is enough. They are kept on the connection object itself and go
+with it.
 
 Only the hot statements (``DRIVER_STATEMENTS``: small results) use them, and
 only on connections of our own: a cursor keeps its last result until its next

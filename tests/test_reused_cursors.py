@@ -8,9 +8,8 @@ import psycopg
 import pytest
 
 from taskqueue import AsyncTaskQueue, DatabaseError, TaskQueue
+from taskqueue.cursors import _ATTR as ATTR
 from taskqueue.cursors import AsyncCursors, Cursors
-
-ATTR = "_taskqueue_cursors"
 
 
 def held_driver(q: TaskQueue) -> psycopg.Connection:
