@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import common, shapes
+from .instructions import callgrind_total
 from .shape_catalog import SHAPES
 
 SCHEMA = "bench_client_instructions"
@@ -56,7 +57,8 @@ def _loop(kind: str, n: int, dsn: str, schema: str) -> None:
     available = 10
     if kind.startswith("api"):
         if kind == "api_fresh_cursors":
-            db.reused = lambda d: Cursors(d.cursor(row_factory=tuple_row), d.cursor(row_factory=dict_row))  # type: ignore[assignment]
+            db.reused = lambda d: Cursors(  # type: ignore[attr-defined,assignment]
+                d.cursor(row_factory=tuple_row), d.cursor(row_factory=dict_row))
         with TaskQueue(dsn, schema=schema) as tq:
             for _ in range(n):
                 task = tq.claim(available=available, worker="bench")
@@ -78,8 +80,8 @@ def _loop(kind: str, n: int, dsn: str, schema: str) -> None:
             if kind == "bare_fresh":
                 tuples, dicts = conn.cursor(row_factory=tuple_row), conn.cursor(row_factory=dict_row)
             tuples.execute(claim, params, prepare=True)
-            task = tuples.fetchall()[0]
-            dicts.execute(done, {"id": task[0], "token": task[-1], "result": None}, prepare=True)
+            claimed = tuples.fetchall()[0]
+            dicts.execute(done, {"id": claimed[0], "token": claimed[-1], "result": None}, prepare=True)
             dicts.fetchone()
 
 
@@ -91,10 +93,10 @@ def count(kind: str, n: int, dsn: str, schema: str, tmp: Path) -> int:
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
                     "bench.client_instructions", kind, str(n), dsn, schema],
                    check=True, capture_output=True, env=env)
-    for line in out.read_text().splitlines():
-        if line.startswith("totals:"):
-            return int(line.split()[1])
-    raise SystemExit(f"client_instructions: no callgrind totals for {kind}")
+    found = callgrind_total(out)
+    if found is None:
+        raise SystemExit(f"client_instructions: no callgrind totals for {kind}")
+    return found
 
 
 def run(opts: common.Options) -> dict[str, Any]:

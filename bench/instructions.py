@@ -107,12 +107,19 @@ class Cluster:
         """The instructions a backend ran, from the file callgrind writes when it exits."""
         path = self.root / f"cg.{pid}"
         for _ in range(600):
-            if path.exists():
-                for line in path.read_text().splitlines():
-                    if line.startswith("totals:"):
-                        return int(line.split()[1])
+            found = callgrind_total(path) if path.exists() else None
+            if found is not None:
+                return found
             time.sleep(0.2)
         raise SystemExit(f"instructions: no callgrind totals for backend {pid}")
+
+
+def callgrind_total(path: Path) -> int | None:
+    """The instructions a callgrind output file counts (its ``totals:`` line), None while it has none."""
+    for line in path.read_text().splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    return None
 
 
 def _session(cluster: Cluster, schema: str, fn: str, shape: shape_catalog.Shape, loops: int, warmup: int) -> int:
