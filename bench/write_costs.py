@@ -15,9 +15,17 @@ session after 10, each a statement of its own inside a PL/pgSQL loop:
   ``reopen_on_free_slot``, revision 0060), and with none;
 - ``task_update``: ``UPDATE tasks SET lease_expires_at = ...`` (a heartbeat)
   on claimed tasks, with the table's five CHECK constraints, then with each
-  dropped in turn, then with the two lease rules written as one ``CASE``.
+  dropped in turn, then with the two lease rules written as one ``CASE``;
+- ``claim_writes``: the two writes of a task, the shapes scenario's by-id
+  claim and its completion (no search), each a statement of its own from the
+  client, on a lean copy of the rows (their key and the naive index: the
+  issue's reference table) and on ``tasks``; then on ``tasks`` changed step
+  by step, each step kept for the next: the claim indexes' predicates on one
+  stored boolean column, the five CHECK constraints dropped, the three fit
+  indexes on expressions dropped. What the queue's table costs every write
+  of a task, and what each part of it would give back.
 
-``python -m bench write_costs [--only pool_update,task_update]``
+``python -m bench write_costs [--only pool_update,task_update,claim_writes]``
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ import psycopg
 from . import common
 from .instructions import Cluster
 
-CASES = ("pool_update", "task_update")
+CASES = ("pool_update", "task_update", "claim_writes")
+CLAIM_ROWS = 2_000
 LOOPS = 200
 WARMUP = 10
 POOL_LOOP = """
@@ -107,6 +116,63 @@ def task_update(cluster: Cluster) -> dict[str, float]:
     return out
 
 
+#: The indexes whose predicate says ``state = 'queued' AND NOT parked``, with their columns.
+CLAIMABLE_INDEXES = (
+    ("ix_tasks_claim", "(queue, priority, id)", ""),
+    ("ix_tasks_claim_any", "(priority, id)", " AND id > 0"),
+    ("ix_tasks_claim_desc", "(priority DESC, id)", " AND id > 0"),
+    ("ix_tasks_fit", "(queue, bucket, priority, id)", ""),
+    ("ix_tasks_fit_any_exact", "(required, priority, id)", " AND id > 0"),
+    ("ix_tasks_fit_class", "(queue, required_class(required), priority, id)", ""),
+    ("ix_tasks_fit_exact", "(queue, required, priority, id)", ""),
+    ("ix_tasks_fit_fine", "(queue, required_fine(required), priority, id) INCLUDE (required, pool)",
+     " AND lease_token IS NULL"),
+    ("ix_tasks_fit_mid", "(queue, required_mid(required), priority, id)", ""),
+)
+CLAIM_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("claimable_column", (
+        "ALTER TABLE tasks ADD COLUMN claimable boolean GENERATED ALWAYS AS (state = 'queued' AND NOT parked) STORED",
+        *(f"DROP INDEX {name}" for name, _, _ in CLAIMABLE_INDEXES),
+        *(f"CREATE INDEX {name} ON tasks {columns} WHERE claimable{more}" for name, columns, more in CLAIMABLE_INDEXES),
+    )),
+    ("and_no_checks", tuple(f"ALTER TABLE tasks DROP CONSTRAINT {name}" for name in CHECKS)),
+    ("and_no_expression_fit_indexes", ("DROP INDEX ix_tasks_fit_class, ix_tasks_fit_mid, ix_tasks_fit_fine",)),
+)
+
+
+def per_task(cluster: Cluster, schema: str, table: str) -> float:
+    """Instructions a by-id claim + completion costs on ``table``: two sessions, their difference over LOOPS."""
+    from .shape_catalog import BY_ID_CLAIM, NAIVE_DONE, RESET
+
+    claim = BY_ID_CLAIM.replace("UPDATE tasks", f"UPDATE {table}")
+    done = NAIVE_DONE.replace("UPDATE tasks", f"UPDATE {table}")
+    totals = []
+    for n in (WARMUP, WARMUP + LOOPS):
+        common.execute(cluster.dsn, schema, RESET.replace("UPDATE tasks", f"UPDATE {table}"), f"VACUUM ANALYZE {table}")
+        with psycopg.connect(cluster.dsn, autocommit=True, options=f"-c search_path={schema}") as conn:
+            pid = conn.info.backend_pid
+            for (task_id,) in conn.execute(f"SELECT id FROM {table} ORDER BY id LIMIT %s", (n,)).fetchall():
+                conn.execute(claim, (task_id,), prepare=True)
+                conn.execute(done, (task_id,), prepare=True)
+        totals.append(cluster.total(pid))
+    return (totals[1] - totals[0]) / LOOPS
+
+
+def claim_writes(cluster: Cluster) -> dict[str, float]:
+    from . import shapes
+    from .shape_catalog import LEAN_TABLE, SHAPES
+
+    schema = "bench_writes"
+    shape = next(s for s in SHAPES if s.name == "one_size")
+    shapes.seed(cluster.dsn, schema, shape, CLAIM_ROWS)
+    shapes.make_lean_copy(cluster.dsn, schema, shape)
+    out = {"lean_copy": per_task(cluster, schema, LEAN_TABLE), "tasks": per_task(cluster, schema, "tasks")}
+    for label, statements in CLAIM_STEPS:
+        common.execute(cluster.dsn, schema, *statements)
+        out[label] = per_task(cluster, schema, "tasks")
+    return out
+
+
 def run(opts: common.Options) -> dict[str, Any]:
     cases = (opts.only or ",".join(CASES)).split(",")
     unknown = sorted(set(cases) - set(CASES))
@@ -122,7 +188,8 @@ def run(opts: common.Options) -> dict[str, Any]:
                 with TaskQueue(cluster.dsn) as tq:
                     tq.migrate()
                 common.console.log(f"write_costs: {case} under callgrind")
-                result = pool_update(cluster) if case == "pool_update" else task_update(cluster)
+                result = {"pool_update": pool_update, "task_update": task_update,
+                          "claim_writes": claim_writes}[case](cluster)
                 out[case] = {k: round(v) for k, v in result.items()}
                 common.console.log(f"write_costs: {case}: "
                                    + ", ".join(f"{k} {v / 1e3:,.0f}k" for k, v in result.items()))
