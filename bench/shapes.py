@@ -31,7 +31,7 @@ Each shape is measured side by side in one run:
 All three with 1 and with 8 consumer processes; then ours' claim p99 at a 10k
 backlog of the same shape against the full one, their claims interleaved
 (so both see the same disk), and ``claim_many(limit=100)`` per task claimed.
-Claimed rows are put back between phases. With 8 consumers, naive and ours
+Claimed rows are put back between phases. With 8 consumers, the three sides
 run 3 interleaved phases each and each side's figure is the median (ROUNDS).
 
 The shapes and their SQL are in ``shape_catalog``; the tables of
@@ -66,8 +66,9 @@ SMALL_ROWS = 10_000
 CLIENTS = 8
 SCHEMA = "bench_shapes"
 SMALL_SCHEMA = "bench_shapes_small"
-#: Timed phases of naive and ours per consumer count, interleaved (naive first
-#: in odd rounds, ours first in even ones); each side's figure is its median.
+#: Timed phases of naive, naive on the lean copy and ours per consumer count,
+#: interleaved (naive first in odd rounds, ours first in even ones, the lean
+#: copy between them); each side's figure is its median.
 #: Eight consumers on two cores move by a fifth from one 5 s phase to the
 #: next (one_size, same code: 0.64 to 0.96 of the naive query), one consumer
 #: far less.
