@@ -23,6 +23,13 @@ NAIVE_INDEX_MAX = "CREATE INDEX bench_naive ON tasks (priority DESC, id) WHERE s
 #: else: no CHECK constraint, no other index, no generated column. On the queue's own table the naive
 #: query pays for every index and constraint of ``tasks`` at each of its writes, as ours does.
 LEAN_TABLE = "naive_lean"
+
+
+def on_table(sql: str, table: str) -> str:
+    """A statement of this catalog (the naive claim, its completion, the by-id claim, RESET) on ``table``."""
+    return sql.replace("UPDATE tasks", f"UPDATE {table}").replace("FROM tasks t", f"FROM {table} t")
+
+
 POOLS = 200  # pools p0..p199; the even ones have limit 0 (full)
 
 
@@ -54,7 +61,7 @@ class Shape:
 
     def naive_sql(self, table: str = "tasks") -> str:
         """The naive claim, on the queue's table or on a lean copy of its rows (``LEAN_TABLE``)."""
-        return self._sql(NAIVE).replace("tasks t", f"{table} t")
+        return on_table(self._sql(NAIVE), table)
 
     def by_id_sql(self) -> str:
         return self._sql(BY_ID_IDS)

@@ -59,6 +59,7 @@ from .shape_catalog import (
     SEED,
     SHAPES,
     Shape,
+    on_table,
 )
 
 DEFAULT_ROWS = 1_000_000
@@ -127,7 +128,7 @@ def naive_client(idx: int, args: dict[str, Any], counter: Any, sync: Any) -> dic
     shape: Shape = args["shape"]
     table = args.get("table", "tasks")
     sql = shape.naive_sql(table)
-    done = NAIVE_DONE.replace("UPDATE tasks", f"UPDATE {table}")
+    done = on_table(NAIVE_DONE, table)
     rng = random.Random(idx)
     with connect(args) as conn:
         stop = common.ready(counter, sync)
@@ -304,7 +305,7 @@ def lean_phase(dsn: str, shape: Shape, clients: int, args: dict[str, Any], secon
     """One timed phase of the naive query on the lean copy; its rows are put back after."""
     rate, _ = phase(naive_client, clients, {**args, "table": LEAN_TABLE},
                     f"{shape.name} naive (lean copy) x{clients}", seconds)
-    common.execute(dsn, SCHEMA, RESET.replace("UPDATE tasks", f"UPDATE {LEAN_TABLE}"),
+    common.execute(dsn, SCHEMA, on_table(RESET, LEAN_TABLE),
                    "UPDATE pools SET running = 0", f"VACUUM ANALYZE {LEAN_TABLE}", "CHECKPOINT")
     return rate
 
