@@ -91,9 +91,12 @@ def seed(dsn: str, schema: str, shape: Shape, rows: int) -> None:
     common.execute(dsn, schema, *statements)
 
 
-def reset(dsn: str, schema: str, checkpoint: bool = True) -> None:
-    """Claimed rows put back, and a checkpoint, so each phase starts with the same full-page writes ahead of it."""
-    common.execute(dsn, schema, RESET, "UPDATE pools SET running = 0", "VACUUM ANALYZE tasks",
+def reset(dsn: str, schema: str, checkpoint: bool = True, table: str = "tasks") -> None:
+    """Claimed rows put back, and a checkpoint, so each phase starts with the same full-page writes ahead of it.
+
+    ``table``: the queue's, or the lean copy (``LEAN_TABLE``) after its phase.
+    """
+    common.execute(dsn, schema, on_table(RESET, table), "UPDATE pools SET running = 0", f"VACUUM ANALYZE {table}",
                    *(("CHECKPOINT",) if checkpoint else ()))
 
 
@@ -305,8 +308,7 @@ def lean_phase(dsn: str, shape: Shape, clients: int, args: dict[str, Any], secon
     """One timed phase of the naive query on the lean copy; its rows are put back after."""
     rate, _ = phase(naive_client, clients, {**args, "table": LEAN_TABLE},
                     f"{shape.name} naive (lean copy) x{clients}", seconds)
-    common.execute(dsn, SCHEMA, on_table(RESET, LEAN_TABLE),
-                   "UPDATE pools SET running = 0", f"VACUUM ANALYZE {LEAN_TABLE}", "CHECKPOINT")
+    reset(dsn, SCHEMA, table=LEAN_TABLE)
     return rate
 
 

@@ -142,12 +142,13 @@ CLAIM_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def per_task(cluster: Cluster, schema: str, table: str) -> float:
     """Instructions a by-id claim + completion costs on ``table``: two sessions, their difference over LOOPS."""
-    from .shape_catalog import BY_ID_CLAIM, NAIVE_DONE, RESET, on_table
+    from . import shapes
+    from .shape_catalog import BY_ID_CLAIM, NAIVE_DONE, on_table
 
     claim, done = on_table(BY_ID_CLAIM, table), on_table(NAIVE_DONE, table)
     totals = []
     for n in (WARMUP, WARMUP + LOOPS):
-        common.execute(cluster.dsn, schema, on_table(RESET, table), f"VACUUM ANALYZE {table}")
+        shapes.reset(cluster.dsn, schema, checkpoint=False, table=table)
         with psycopg.connect(cluster.dsn, autocommit=True, options=f"-c search_path={schema}") as conn:
             pid = conn.info.backend_pid
             for (task_id,) in conn.execute(f"SELECT id FROM {table} ORDER BY id LIMIT %s", (n,)).fetchall():
