@@ -86,3 +86,29 @@ def record_table(result: dict[str, Any], before: dict[str, Any] | None = None, b
                 row.append(f"{e['x1']['ratio']:,.2f}× / {then:,.2f}× / {e['p99_growth']:.2f}×")
         rows.append(row)
     return _markdown(header, rows)
+
+
+def lean_table(result: dict[str, Any]) -> str:
+    """Each shape against the issue's own reference, the naive query on a lean copy of the rows.
+
+    The copy's naive loop, ours, their ratio, at 1 and at the run's many
+    consumers; then the ratio to the naive query on the queue's own table
+    (the earlier runs' reference), the single claim's p99 growth, and
+    whether every target holds against the copy (``met_lean``). Shapes
+    measured before the copy was added have no lean figures, and get none.
+    """
+    many = result["clients"]
+    header = ["shape", "goal", "lean copy x1", "ours x1", "ratio to the copy x1", f"lean copy x{many}",
+              f"ours x{many}", f"ratio to the copy x{many}", f"ratio to naive on tasks (x1 / x{many})",
+              "p99 growth", "met against the copy"]
+    rows = []
+    for s in result["shapes"]:
+        one, eight = s["x1"], s[f"x{many}"]
+        if "ratio_lean" not in one:
+            continue
+        rows.append([s["shape"], f"≥ {s['target_ratio']:g}×",
+                     f"{one['naive_lean_per_s']:,.1f}/s", f"{one['ours_per_s']:,.1f}/s", f"{one['ratio_lean']:,.2f}×",
+                     f"{eight['naive_lean_per_s']:,.1f}/s", f"{eight['ours_per_s']:,.1f}/s",
+                     f"{eight['ratio_lean']:,.2f}×", f"{one['ratio']:,.2f}× / {eight['ratio']:,.2f}×",
+                     f"{s['p99_growth']:.2f}×", "yes" if s["met_lean"] else "no"])
+    return _markdown(header, rows)

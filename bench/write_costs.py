@@ -23,7 +23,16 @@ session after 10, each a statement of its own inside a PL/pgSQL loop:
   by step, each step kept for the next: the claim indexes' predicates on one
   stored boolean column, the five CHECK constraints dropped, the three fit
   indexes on expressions dropped. What the queue's table costs every write
-  of a task, and what each part of it would give back.
+  of a task, and what each part of it would give back. Before those steps,
+  on a schema of its own, a prototype of the layout that
+  docs/performance.md names as what would close the dense shapes' gap
+  (``narrow_claimable``): the nine claim indexes moved, without their
+  predicate, to a narrow table of the claimable rows' ids and claim keys; a
+  claim deletes its row there and updates the task in one statement, and
+  the completion updates the task, which keeps seven indexes and its
+  CHECK constraints (``narrow_claimable``), then without them
+  (``narrow_claimable_no_checks``). Not the shipped schema: a measure of
+  what it would give.
 
 ``python -m bench write_costs [--only pool_update,task_update,claim_writes]``
 """
@@ -140,15 +149,50 @@ CLAIM_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def per_task(cluster: Cluster, schema: str, table: str) -> float:
-    """Instructions a by-id claim + completion costs on ``table``: two sessions, their difference over LOOPS."""
+#: The narrow layout's table of claimable rows: each claim index's key columns, and no predicate (every row
+#: in it is claimable). The expression levels are stored, as the table's own columns.
+NARROW = (
+    "CREATE TABLE claimable (id bigint PRIMARY KEY, queue text NOT NULL, priority integer NOT NULL, "
+    "required integer NOT NULL, bucket smallint NOT NULL, class smallint NOT NULL, mid smallint NOT NULL, "
+    "fine integer NOT NULL, pool text)",
+    "CREATE INDEX ON claimable (queue, priority, id)",
+    "CREATE INDEX ON claimable (priority, id)",
+    "CREATE INDEX ON claimable (priority DESC, id)",
+    "CREATE INDEX ON claimable (queue, bucket, priority, id)",
+    "CREATE INDEX ON claimable (required, priority, id)",
+    "CREATE INDEX ON claimable (queue, class, priority, id)",
+    "CREATE INDEX ON claimable (queue, required, priority, id)",
+    "CREATE INDEX ON claimable (queue, fine, priority, id) INCLUDE (required, pool)",
+    "CREATE INDEX ON claimable (queue, mid, priority, id)",
+)
+NARROW_FILL = """
+INSERT INTO claimable SELECT id, queue, priority, required, bucket, required_class(required),
+       required_mid(required), required_fine(required), pool
+  FROM tasks t WHERE state = 'queued' AND NOT parked AND NOT EXISTS (SELECT 1 FROM claimable c WHERE c.id = t.id)
+"""
+NARROW_CLAIM = """
+WITH gone AS (DELETE FROM claimable WHERE id = %s RETURNING id)
+UPDATE tasks SET state = 'running', attempts = attempts + 1, started_at = now(), worker = 'by-id',
+       lease_token = gen_random_uuid(), lease_seconds = 60, lease_expires_at = now() + interval '60 seconds'
+  FROM gone WHERE tasks.id = gone.id
+"""
+
+
+def per_task(cluster: Cluster, schema: str, table: str, narrow: bool = False) -> float:
+    """Instructions a by-id claim + completion costs on ``table``: two sessions, their difference over LOOPS.
+
+    ``narrow``: the claim takes the task's row out of ``claimable`` too (NARROW_CLAIM), which is refilled
+    from ``tasks`` between sessions.
+    """
     from . import shapes
     from .shape_catalog import BY_ID_CLAIM, NAIVE_DONE, on_table
 
-    claim, done = on_table(BY_ID_CLAIM, table), on_table(NAIVE_DONE, table)
+    claim, done = (NARROW_CLAIM if narrow else on_table(BY_ID_CLAIM, table)), on_table(NAIVE_DONE, table)
     totals = []
     for n in (WARMUP, WARMUP + LOOPS):
         shapes.reset(cluster.dsn, schema, checkpoint=False, table=table)
+        if narrow:
+            common.execute(cluster.dsn, schema, NARROW_FILL, "VACUUM ANALYZE claimable")
         with psycopg.connect(cluster.dsn, autocommit=True, options=f"-c search_path={schema}") as conn:
             pid = conn.info.backend_pid
             for (task_id,) in conn.execute(f"SELECT id FROM {table} ORDER BY id LIMIT %s", (n,)).fetchall():
@@ -167,6 +211,14 @@ def claim_writes(cluster: Cluster) -> dict[str, float]:
     shapes.seed(cluster.dsn, schema, shape, CLAIM_ROWS)
     shapes.make_lean_copy(cluster.dsn, schema, shape)
     out = {"lean_copy": per_task(cluster, schema, LEAN_TABLE), "tasks": per_task(cluster, schema, "tasks")}
+    narrow = "bench_writes_narrow"
+    shapes.seed(cluster.dsn, narrow, shape, CLAIM_ROWS)
+    common.execute(cluster.dsn, narrow, *(f"DROP INDEX {name}" for name, _, _ in CLAIMABLE_INDEXES), *NARROW,
+                   NARROW_FILL, "VACUUM ANALYZE claimable")
+    out["narrow_claimable"] = per_task(cluster, narrow, "tasks", narrow=True)
+    common.execute(cluster.dsn, narrow, *(f"ALTER TABLE tasks DROP CONSTRAINT {name}" for name in CHECKS))
+    out["narrow_claimable_no_checks"] = per_task(cluster, narrow, "tasks", narrow=True)
+    common.drop_schema(cluster.dsn, narrow)
     for label, statements in CLAIM_STEPS:
         common.execute(cluster.dsn, schema, *statements)
         out[label] = per_task(cluster, schema, "tasks")

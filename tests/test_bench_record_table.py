@@ -35,3 +35,16 @@ def test_without_an_earlier_run_there_is_no_before_column() -> None:
     now = {"clients": 8, "shapes": [_shape("half", 1.2, 0.9, 1.1, 1.2, 1.0)]}
     lines = shape_tables.record_table(now).splitlines()
     assert "before" not in lines[0] and lines[2].split(" | ")[-1] == "yes |"
+
+
+def test_the_lean_table_sets_each_shape_against_the_copy_and_leaves_out_older_runs() -> None:
+    lean = _shape("one_size", 0.9, 0.95, 1.1, 1.2, 1.0)
+    for side, rate in (("x1", 500.0), ("x8", 1000.0)):
+        lean[side] = {**lean[side], "naive_lean_per_s": rate, "ours_per_s": rate * 0.6, "ratio_lean": 0.6}
+    lean["met_lean"] = False
+    old = _shape("half", 1.2, 0.9, 1.1, 1.2, 1.0)  # measured before the copy: no lean figures
+    lines = shape_tables.lean_table({"clients": 8, "shapes": [lean, old]}).splitlines()
+    assert len(lines) == 3 and "ratio to the copy x8" in lines[0]
+    cells = lines[2].split(" | ")
+    assert cells[2:5] == ["500.0/s", "300.0/s", "0.60×"]
+    assert cells[8] == "0.90× / 0.95×" and cells[-1] == "no |"
