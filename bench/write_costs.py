@@ -30,8 +30,8 @@ session after 10, each a statement of its own inside a PL/pgSQL loop:
   the claimable rows' ids and claim keys; a claim deletes its row there and
   updates the task in one statement, and the completion updates the task,
   which keeps seven indexes. Counted with the task's CHECK constraints
-  (``narrow_claimable``), then without them (``narrow_claimable_no_checks``). Not the shipped schema: a measure of
-  what it would give.
+  (``narrow_claimable``), then without them (``narrow_claimable_no_checks``).
+  Not the shipped schema: a measure of what it would give.
 
 ``python -m bench write_costs [--only pool_update,task_update,claim_writes]``
 """
@@ -46,6 +46,7 @@ import psycopg
 
 from . import common
 from .instructions import Cluster
+from .shape_catalog import BY_ID_CLAIM
 
 CASES = ("pool_update", "task_update", "claim_writes")
 CLAIM_ROWS = 2_000
@@ -167,17 +168,13 @@ NARROW = (
     "fine integer NOT NULL, pool text)",
     *(f"CREATE INDEX ON claimable {_on_narrow(columns)}" for _, columns, _ in CLAIMABLE_INDEXES),
 )
-NARROW_FILL = """
-INSERT INTO claimable SELECT id, queue, priority, required, bucket, required_class(required),
-       required_mid(required), required_fine(required), pool
+NARROW_FILL = f"""
+INSERT INTO claimable SELECT id, queue, priority, required, bucket, {", ".join(NARROW_LEVELS)}, pool
   FROM tasks t WHERE state = 'queued' AND NOT parked AND NOT EXISTS (SELECT 1 FROM claimable c WHERE c.id = t.id)
 """
-NARROW_CLAIM = """
-WITH gone AS (DELETE FROM claimable WHERE id = %s RETURNING id)
-UPDATE tasks SET state = 'running', attempts = attempts + 1, started_at = now(), worker = 'by-id',
-       lease_token = gen_random_uuid(), lease_seconds = 60, lease_expires_at = now() + interval '60 seconds'
-  FROM gone WHERE tasks.id = gone.id
-"""
+#: The by-id claim (shape_catalog.BY_ID_CLAIM) that first takes the task's row out of the narrow table.
+NARROW_CLAIM = "WITH gone AS (DELETE FROM claimable WHERE id = %s RETURNING id)" + BY_ID_CLAIM.replace(
+    "WHERE id = %s AND", "FROM gone WHERE tasks.id = gone.id AND")
 
 
 def per_task(cluster: Cluster, schema: str, table: str, narrow: bool = False) -> float:
@@ -187,7 +184,7 @@ def per_task(cluster: Cluster, schema: str, table: str, narrow: bool = False) ->
     from ``tasks`` between sessions.
     """
     from . import shapes
-    from .shape_catalog import BY_ID_CLAIM, NAIVE_DONE, on_table
+    from .shape_catalog import NAIVE_DONE, on_table
 
     claim, done = (NARROW_CLAIM if narrow else on_table(BY_ID_CLAIM, table)), on_table(NAIVE_DONE, table)
     totals = []
