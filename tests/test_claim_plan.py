@@ -20,10 +20,6 @@ BUDGET = 3_000  # shared buffers, hit + read: head window (256 rows), bucket pro
 
 pytestmark = pytest.mark.slow
 
-# The look and its hints are what these tests read: claim_tasks v46's head take,
-# which would answer first where the head fits, is off for their sessions.
-LOOK_ONLY = "-c taskqueue.head_take=off"
-
 
 @pytest.fixture(scope="module")
 def backlog_dsn(taskqueue_server: Server, taskqueue_template: str) -> Iterator[str]:
@@ -417,7 +413,7 @@ def test_a_session_that_saw_a_dry_look_asks_the_buckets_at_once_and_looks_again_
     them), every 16th looks again, and a look that finds a fit clears the hint.
     The hint skips a statement, never a row: each claim still takes the first
     task in claim order that fits, even one enqueued ahead of the pile."""
-    with psycopg.connect(dsn, options=LOOK_ONLY, autocommit=True) as conn:
+    with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         conn.execute(
             "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "
@@ -466,7 +462,7 @@ def test_a_look_that_meets_a_pooled_fit_hands_on_from_just_before_it(dsn: str) -
     started, read a 64-row window there and asked the buckets: 614 rows, and
     a search. Version 12 starts the task in the look, with its pool's slot."""
     pile = 500
-    with psycopg.connect(dsn, options=LOOK_ONLY) as conn:
+    with psycopg.connect(dsn) as conn:
         conn.execute("INSERT INTO taskqueue.pools (name, running_limit) VALUES ('net', 1000)")
         first = _seed_pile(conn, dsn, pile, 5000, "net")
         for queues in ("NULL", "ARRAY['default']"):
@@ -492,7 +488,7 @@ def test_the_look_starts_a_pooled_task_with_its_slot_and_parks_the_fits_of_full_
     general path), and parks the full pool's fits it passed over. The pool
     counts stay exact, and once the pool with room has filled, its next fit
     starts nothing: the claim goes on to a task with no pool."""
-    with psycopg.connect(dsn, options=LOOK_ONLY) as conn:
+    with psycopg.connect(dsn) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         conn.execute("INSERT INTO pools (name, running_limit) VALUES ('full', 0), ('open', 2)")
         ids = [r[0] for r in conn.execute(
@@ -532,7 +528,7 @@ def test_a_dry_look_hint_set_by_hand_is_cleared_and_the_claim_stays_exact(dsn: s
     """taskqueue.dry_look is the claim's own session setting; a value that
     does not read 'amount:skips:queue' is cleared, never parsed, so a typo in
     a session's settings cannot make a claim fail (claim_tasks v11)."""
-    with psycopg.connect(dsn, options=LOOK_ONLY, autocommit=True) as conn:
+    with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT set_config('search_path', 'taskqueue', false)")
         conn.execute(
             "INSERT INTO tasks (queue, payload, priority, required, state, max_attempts) "

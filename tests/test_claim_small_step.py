@@ -31,10 +31,8 @@ QUEUES = ("a", "b", "c")
 
 
 def skip_step_s(conn: psycopg.Connection) -> None:
-    """Commit the session's hints that send its next small claims the general way (the tests of that way):
-    step S skipped, and claim_tasks v46's head take off."""
+    """Commit the session's hint that sends its next small claims the general way (the tests of that way)."""
     conn.execute("SELECT set_config('taskqueue.small_skip', '99', false)")
-    conn.execute("SELECT set_config('taskqueue.head_take', 'off', false)")
     conn.commit()
 
 
